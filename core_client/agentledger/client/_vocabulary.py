@@ -1,0 +1,108 @@
+"""The one event vocabulary every integration emits.
+
+Source: ``shared/docs/event-vocabulary.md``. A regression check such as "must call
+``verify_charge`` before ``issue_refund``" reads the same whether a session came from
+LangChain, LangGraph, CrewAI, LiveKit or a hand-written agent, because every integration
+maps its framework's hooks onto these names.
+
+=====================  ==========================================  =========================
+event                  data (required -> optional)                 parent
+=====================  ==========================================  =========================
+``session_start``      framework, agent config version             none
+``session_end``        stats                                       ``session_start``
+``user_message``       ``text`` -> ``role``, ``item_id``           session start / last turn
+``llm_start``          ``model``, ``messages`` -> provider, tools  the calling step
+``llm_end``            ``text``, ``token_usage`` -> tool_calls,    its ``llm_start``
+                       finish_reason, ttft_ms, duration_ms
+``llm_error``          ``error``, ``type``                         its ``llm_start``
+``tool_call``          ``tool``, ``args`` (object) -> ``call_id``  the requesting step
+``tool_result``        ``tool``, ``result`` -> call_id,            its ``tool_call``
+                       duration_ms, status
+``tool_error``         ``tool``, ``error``, ``type`` -> call_id    its ``tool_call``
+``retrieval``          ``query``, ``documents``                    the asking step
+``step_start``         ``name``, ``kind`` -> inputs                enclosing step
+``step_end``           ``name``, ``kind`` -> outputs               its ``step_start``
+``step_error``         ``name``, ``kind``, ``error``               its ``step_start``
+``interrupted``        ``reason`` (not an error)                   its step
+``assistant_response`` ``text`` -> ``interrupted``                 the producing step
+``state_set``          ``key``, ``value``                          any
+``state_delete``       ``key``                                     any
+=====================  ==========================================  =========================
+
+Token usage (``data.token_usage``): ``input_tokens`` *includes* ``cache_read_tokens`` and
+``cache_write_tokens``; ``added_input_tokens = input_tokens - cache_read_tokens``. Unknown
+usage is ``None``, never 0.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+SESSION_START: Final = "session_start"
+SESSION_END: Final = "session_end"
+USER_MESSAGE: Final = "user_message"
+LLM_START: Final = "llm_start"
+LLM_END: Final = "llm_end"
+LLM_ERROR: Final = "llm_error"
+TOOL_CALL: Final = "tool_call"
+TOOL_RESULT: Final = "tool_result"
+TOOL_ERROR: Final = "tool_error"
+RETRIEVAL: Final = "retrieval"
+STEP_START: Final = "step_start"
+STEP_END: Final = "step_end"
+STEP_ERROR: Final = "step_error"
+INTERRUPTED: Final = "interrupted"
+ASSISTANT_RESPONSE: Final = "assistant_response"
+STATE_SET: Final = "state_set"
+STATE_DELETE: Final = "state_delete"
+
+#: Every event type of the vocabulary, in table order.
+EVENT_TYPES: Final[tuple[str, ...]] = (
+    SESSION_START,
+    SESSION_END,
+    USER_MESSAGE,
+    LLM_START,
+    LLM_END,
+    LLM_ERROR,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TOOL_ERROR,
+    RETRIEVAL,
+    STEP_START,
+    STEP_END,
+    STEP_ERROR,
+    INTERRUPTED,
+    ASSISTANT_RESPONSE,
+    STATE_SET,
+    STATE_DELETE,
+)
+
+#: Events that close a start event and are always its children.
+CLOSING_EVENTS: Final[frozenset[str]] = frozenset(
+    {SESSION_END, LLM_END, LLM_ERROR, TOOL_RESULT, TOOL_ERROR, STEP_END, STEP_ERROR}
+)
+
+#: Events that mean something failed (used by drift error rates and the dashboard).
+ERROR_EVENTS: Final[frozenset[str]] = frozenset({LLM_ERROR, TOOL_ERROR, STEP_ERROR})
+
+#: ``step_start.data.kind`` values.
+STEP_KINDS: Final[tuple[str, ...]] = (
+    "chain",
+    "graph",
+    "graph_node",
+    "task",
+    "agent",
+    "crew",
+    "flow",
+    "memory",
+)
+
+#: Keys of ``data.token_usage``.
+TOKEN_USAGE_KEYS: Final[tuple[str, ...]] = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "model",
+)
