@@ -1,0 +1,224 @@
+"""The one redaction function shared by the server (write time, before the checksum) and the client.
+
+:func:`redact` returns a redacted *copy* of a JSON-like value:
+
+* **Secret-named keys** (always on): the value under a mapping key whose name is, or ends with,
+  one of :data:`SECRET_KEYS` becomes ``"[REDACTED]"``, whatever its type. Names are compared
+  case-insensitively after splitting camelCase and separators into words, so ``Authorization``,
+  ``X-Api-Key``, ``apiKey``, ``access_token``, ``db_password`` and ``clientSecret`` all match,
+  while ``token_usage``, ``input_tokens`` and ``max_tokens`` (token *counts*, see the wire
+  contract's ``data.token_usage``) do not. Keys naming a secret as their *first* words
+  (``password_hint``, ``secret_key``, ``api_key_id``) match too, except ``token``/``cookie``,
+  which only match as the last word (``token_usage`` is not a secret).
+* **Patterns** (opt-in, by name in :data:`PATTERN_NAMES`): matching substrings of string values
+  become ``"[REDACTED:<name>]"``: ``email``; ``phone`` (9–15 digits in groups, optional ``+``
+  country code); ``card`` (13–19 digits passing the Luhn check, ISO/IEC 7812); ``iban``
+  (ISO 13616, mod-97 check); ``ipv4`` (dotted quad, each octet 0–255).
+
+The walk is iterative (no recursion limit), so deeply nested values are safe. Mapping keys are
+never rewritten; tuples come back as lists (JSON has no tuples).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+__all__ = ["PATTERN_NAMES", "REDACTED", "SECRET_KEYS", "is_secret_key", "redact"]
+
+#: The replacement for a value under a secret-named key.
+REDACTED = "[REDACTED]"
+
+#: Secret key names (issue 2); compared case-insensitively, word-wise (see module docstring).
+SECRET_KEYS: frozenset[str] = frozenset(
+    {
+        "password",
+        "passwd",
+        "secret",
+        "token",
+        "api_key",
+        "apikey",
+        "authorization",
+        "cookie",
+        "private_key",
+        "access_key",
+        "client_secret",
+    }
+)
+
+# Names that only count as the last word(s) of a key: "token_usage" is a token *count*.
+_SUFFIX_ONLY = frozenset({"token", "cookie"})
+
+_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+@functools.lru_cache(maxsize=4096)
+def is_secret_key(key: str) -> bool:
+    """Whether a mapping key names a secret (see the module docstring for the rule).
+
+    Args:
+        key: the mapping key as written by the caller (any case, any separators).
+    """
+    words = [w.lower() for w in _WORD_SPLIT.split(key) if w]
+    if not words:
+        return False
+    joined = "_".join(words)
+    for name in SECRET_KEYS:
+        if joined == name or joined.endswith("_" + name):
+            return True
+        if name not in _SUFFIX_ONLY and joined.startswith(name + "_"):
+            return True
+    # "apiKey" -> ["api", "key"] is covered above; "APIKEY" -> ["apikey"] too.
+    return False
+
+
+def _luhn_ok(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2 == 1:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+def _iban_ok(candidate: str) -> bool:
+    s = candidate.replace(" ", "").upper()
+    if not 15 <= len(s) <= 34:
+        return False
+    rearranged = s[4:] + s[:4]
+    number = "".join(str(int(ch, 36)) for ch in rearranged)
+    return int(number) % 97 == 1
+
+
+_Sub = Callable[[str], str]
+
+
+def _checked(name: str, regex: str, check: Callable[[str], bool] | None = None) -> _Sub:
+    compiled = re.compile(regex)
+    marker = f"[REDACTED:{name}]"
+
+    def repl(match: re.Match[str]) -> str:
+        text = match.group(0)
+        if check is not None and not check(text):
+            return text
+        return marker
+
+    def sub(value: str) -> str:
+        return compiled.sub(repl, value)
+
+    return sub
+
+
+def _card_check(text: str) -> bool:
+    digits = re.sub(r"\D", "", text)
+    return 13 <= len(digits) <= 19 and _luhn_ok(digits)
+
+
+def _phone_check(text: str) -> bool:
+    n = sum(ch.isdigit() for ch in text)
+    return 9 <= n <= 15
+
+
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+
+# Order matters: cards and IBANs before phones (a card number looks like a phone number).
+_PATTERNS: dict[str, _Sub] = {
+    "card": _checked("card", r"(?<![\d-])(?:\d[ -]?){12,18}\d(?!\d)", _card_check),
+    "iban": _checked("iban", r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b", _iban_ok),
+    "email": _checked(
+        "email", r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
+    ),
+    "ipv4": _checked("ipv4", rf"(?<![\d.]){_OCTET}(?:\.{_OCTET}){{3}}(?!\.?\d)"),
+    "phone": _checked(
+        "phone",
+        r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?"
+        r"\d{2,4}(?:[ .-]\d{2,4}){2,4}(?![\w-])",
+        _phone_check,
+    ),
+}
+
+#: Names accepted by ``redact(..., patterns=...)``.
+PATTERN_NAMES: frozenset[str] = frozenset(_PATTERNS)
+
+
+def _string_redactor(patterns: Collection[str]) -> _Sub | None:
+    unknown = set(patterns) - PATTERN_NAMES
+    if unknown:
+        raise ValueError(
+            f"unknown redaction pattern(s) {sorted(unknown)}; known: {sorted(PATTERN_NAMES)}"
+        )
+    subs = [sub for name, sub in _PATTERNS.items() if name in patterns]
+    if not subs:
+        return None
+
+    def apply(value: str) -> str:
+        for sub in subs:
+            value = sub(value)
+        return value
+
+    return apply
+
+
+def redact(value: Any, *, patterns: Collection[str] = ()) -> Any:
+    """Return a redacted copy of ``value``; the input is never modified.
+
+    Args:
+        value: any JSON-like value: mappings (keys compared via ``str(key)``), lists/tuples,
+            strings, numbers, ``None``. Other objects are returned as they are.
+        patterns: names from :data:`PATTERN_NAMES` to redact inside string values
+            (default: none, only secret-named keys are redacted).
+
+    Returns:
+        The same shape with secret values replaced by ``"[REDACTED]"`` and pattern matches by
+        ``"[REDACTED:<name>]"``. Mappings come back as ``dict``, tuples as ``list``.
+
+    Raises:
+        ValueError: an unknown pattern name.
+    """
+    sub = _string_redactor(patterns)
+
+    def leaf(v: Any) -> Any:
+        if sub is not None and isinstance(v, str):
+            return sub(v)
+        return v
+
+    if not isinstance(value, Mapping | list | tuple):
+        return leaf(value)
+
+    root: Any = {} if isinstance(value, Mapping) else []
+    # Stack of (source container, destination container); iterative to survive deep nesting.
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        src, dst = stack.pop()
+        if isinstance(src, Mapping):
+            for k, v in src.items():
+                if is_secret_key(str(k)):
+                    dst[k] = REDACTED
+                elif isinstance(v, Mapping):
+                    child: Any = {}
+                    dst[k] = child
+                    stack.append((v, child))
+                elif isinstance(v, list | tuple):
+                    child = []
+                    dst[k] = child
+                    stack.append((v, child))
+                else:
+                    dst[k] = leaf(v)
+        else:
+            for v in src:
+                if isinstance(v, Mapping):
+                    child = {}
+                    dst.append(child)
+                    stack.append((v, child))
+                elif isinstance(v, list | tuple):
+                    child = []
+                    dst.append(child)
+                    stack.append((v, child))
+                else:
+                    dst.append(leaf(v))
+    return root
