@@ -1,0 +1,103 @@
+"""Per-handler run state: ``run_id -> Run``, bounded and thread-safe (style.md point 10).
+
+A :class:`Run` remembers the event id of its start event so that its end/error event, and the
+start events of its child runs, can name it as ``parent_id``. Runs are removed when they end or
+fail; a cap evicts the oldest entry when runs are left open (an abandoned stream, a crashed
+thread), so memory stays flat over any number of runs (field case H11).
+
+A :class:`Trace` holds what the runs under one root share: the session id and the links that
+cross the run tree (tool call id -> the ``llm_end`` that asked for it, tool call id -> its
+result, AI message id -> the ``llm_end`` that produced it). It lives as long as its runs.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+__all__ = ["MAX_LINKS", "Run", "RunTable", "Trace"]
+
+#: Entries kept per cross-link map of one trace (oldest dropped first).
+MAX_LINKS = 1_000
+
+
+@dataclass(slots=True)
+class Trace:
+    """State shared by every run under one root run."""
+
+    session_id: str
+    #: tool_call_id -> event id of the ``llm_end`` whose message requested that call.
+    call_parents: dict[str, str] = field(default_factory=dict)
+    #: tool_call_id -> event id of its ``tool_result`` / ``tool_error``.
+    call_results: dict[str, str] = field(default_factory=dict)
+    #: AIMessage id -> event id of the ``llm_end`` that produced it.
+    message_events: dict[str, str] = field(default_factory=dict)
+    #: event id of the latest ``llm_end`` in this trace.
+    last_llm_end: str | None = None
+
+
+@dataclass(slots=True)
+class Run:
+    """One LangChain run the handler has seen start."""
+
+    #: Event id of this run's start event; for pass-through runs (retrievers, hidden runs)
+    #: the enclosing run's event id, so children attach to the enclosing step.
+    event_id: str | None
+    trace: Trace
+    kind: str
+    name: str
+    started_s: float
+    is_root: bool = False
+    call_id: str | None = None
+    query: str | None = None
+    first_token_s: float | None = None
+    token_count: int = 0
+    tokens: list[Any] | None = None
+
+
+class RunTable:
+    """A bounded, thread-safe ``run_id -> Run`` map.
+
+    Args:
+        max_runs: entries kept at most; adding one more evicts the oldest (counted in
+            :attr:`evicted`).
+    """
+
+    def __init__(self, max_runs: int) -> None:
+        if max_runs < 1:
+            raise ValueError("max_runs must be >= 1")
+        self._max_runs = max_runs
+        self._runs: dict[UUID, Run] = {}
+        self._lock = threading.Lock()
+        self.evicted = 0
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def get(self, run_id: UUID | None) -> Run | None:
+        """The open run with this id, or ``None`` (also for ``None``)."""
+        if run_id is None:
+            return None
+        return self._runs.get(run_id)
+
+    def add(self, run_id: UUID, run: Run) -> None:
+        """Track ``run`` under ``run_id``; evicts the oldest run when full."""
+        with self._lock:
+            if len(self._runs) >= self._max_runs and run_id not in self._runs:
+                del self._runs[next(iter(self._runs))]
+                self.evicted += 1
+            self._runs[run_id] = run
+
+    def pop(self, run_id: UUID) -> Run | None:
+        """Stop tracking ``run_id``; returns its run or ``None`` if it was never seen."""
+        with self._lock:
+            return self._runs.pop(run_id, None)
+
+    def link(self, links: dict[str, str], key: str, event_id: str) -> None:
+        """Set ``links[key] = event_id`` in a trace map, keeping at most :data:`MAX_LINKS`."""
+        with self._lock:
+            if len(links) >= MAX_LINKS and key not in links:
+                del links[next(iter(links))]
+            links[key] = event_id
