@@ -1,0 +1,443 @@
+"""The synchronous client, :class:`Ledger` (twin of :class:`~agentledger.client.AsyncLedger`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Iterable, Iterator
+from types import TracebackType
+from typing import IO, Any, TypeVar
+
+import httpx
+
+from agentledger.client._base import DEFAULT_TIMEOUT_S, READ_RETRY, BaseLedger, Call, RedactSetting
+from agentledger.client._config import DEFAULT, Default
+from agentledger.client._errors import transport_error_from
+from agentledger.client._models import (
+    AgentInfo,
+    ApiKey,
+    BaselineReport,
+    ChainReport,
+    Event,
+    FlushResult,
+    ForgetResult,
+    ImpactResult,
+    ImportResult,
+    SearchResult,
+    Session,
+    StateAt,
+    WhyResult,
+)
+from agentledger.client._retry import (
+    RetryableStatus,
+    RetryPolicy,
+    is_retryable_status,
+    sync_retrying,
+)
+from agentledger.client._sanitize import DEFAULT_MAX_STRING_CHARS
+from agentledger.client._spill import DEFAULT_MAX_SPILL_BYTES
+from agentledger.client._transfer import ImportChunks, ProgressFn, open_export_target
+
+__all__ = ["Ledger"]
+
+T = TypeVar("T")
+
+
+class Ledger(BaseLedger):
+    """Log agent events to an agentledger server and read them back (blocking reads).
+
+    ``log()`` never blocks and never raises: it queues the event for a background sender that
+    batches, retries and (when the server is gone) spills to disk. Reads raise the errors of
+    :mod:`agentledger.client` (``NotFoundError``, ``TransportError``...).
+
+    Args:
+        url: server base URL (env ``AGENTLEDGER_URL``, default ``http://127.0.0.1:8000``).
+        api_key: bearer key (env ``AGENTLEDGER_API_KEY``; required).
+        agent: default agent name of ``log()`` and reads (env ``AGENTLEDGER_AGENT``).
+        spill_dir: directory of the disk spill; ``DEFAULT`` = env ``AGENTLEDGER_SPILL_DIR`` or
+            ``~/.cache/agentledger/spill``; ``None`` = no spill (oldest events dropped when the
+            queue is full, and counted).
+        flush_interval_s: longest delay before a partial batch is sent (seconds).
+        max_batch_events: events per request, 1..500.
+        max_queue_events: events held in memory before overflowing to the spill.
+        flush_timeout_s: time the exit hook may spend flushing (seconds).
+        timeout: timeout of one HTTP request (seconds or ``httpx.Timeout``).
+        redact: ``True`` (secret-named keys), ``False``, or extra pattern names
+            (``"email"``, ``"phone"``, ``"card"``, ``"iban"``, ``"ipv4"``), applied before
+            anything leaves the process.
+        transport: httpx transport for reads and, unless ``sender_transport`` is given, for
+            the background sender (tests inject faults here).
+        sender_transport: httpx transport of the background sender only.
+        retry: retry policy of the sender (:class:`RetryPolicy`).
+        max_spill_bytes: size cap of the spill (bytes).
+        max_string_chars: longest string kept whole in ``data`` (characters).
+
+    Raises:
+        ConfigurationError: no API key, a bad URL, agent name or limit.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        api_key: str | None = None,
+        agent: str | None = None,
+        *,
+        spill_dir: str | os.PathLike[str] | Default | None = DEFAULT,
+        flush_interval_s: float = 0.2,
+        max_batch_events: int = 500,
+        max_queue_events: int = 10_000,
+        flush_timeout_s: float = 5.0,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT_S,
+        redact: RedactSetting = True,
+        transport: httpx.BaseTransport | None = None,
+        sender_transport: httpx.BaseTransport | None = None,
+        retry: RetryPolicy | None = None,
+        max_spill_bytes: int = DEFAULT_MAX_SPILL_BYTES,
+        max_string_chars: int = DEFAULT_MAX_STRING_CHARS,
+    ) -> None:
+        super().__init__(
+            url,
+            api_key,
+            agent,
+            spill_dir=spill_dir,
+            flush_interval_s=flush_interval_s,
+            max_batch_events=max_batch_events,
+            max_queue_events=max_queue_events,
+            flush_timeout_s=flush_timeout_s,
+            timeout=timeout,
+            redact=redact,
+            sender_transport=sender_transport or transport,
+            retry=retry,
+            max_spill_bytes=max_spill_bytes,
+            max_string_chars=max_string_chars,
+        )
+        self._transport = transport
+        self._client: httpx.Client | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def flush(self, timeout_s: float | None = None) -> FlushResult:
+        """Wait until every event logged before this call is sent, spilled or dropped.
+
+        Args:
+            timeout_s: longest wait (seconds; default ``flush_timeout_s``). Always honoured,
+                even when the server hangs (field case H07).
+
+        Returns:
+            :class:`FlushResult` (``complete``, ``sent``, ``spilled``, ``dropped``,
+            ``pending``).
+        """
+        return self._sender.flush(self.flush_timeout_s if timeout_s is None else timeout_s)
+
+    def close(self, timeout_s: float | None = None) -> FlushResult:
+        """Flush within ``timeout_s`` (default ``flush_timeout_s``), stop the sender, spill
+        what is left, and close HTTP connections. Idempotent; later ``log()`` calls go to the
+        spill (or are dropped and counted)."""
+        result = self._sender.close(self.flush_timeout_s if timeout_s is None else timeout_s)
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+        self._unregister_exit()
+        return result
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _after_fork_in_child(self) -> None:
+        self._client = None
+
+    # -- transport -------------------------------------------------------------------------
+
+    def _http(self) -> httpx.Client:
+        client = self._client
+        if client is None:
+            client = httpx.Client(
+                base_url=self.url,
+                headers=self._headers,
+                transport=self._transport,
+                timeout=self._timeout,
+            )
+            self._client = client
+        return client
+
+    def _send(self, call: Call[Any]) -> httpx.Response:
+        def attempt() -> httpx.Response:
+            response = self._http().request(
+                call.method, call.path, params=call.params, json=call.json
+            )
+            if is_retryable_status(response.status_code):
+                raise RetryableStatus(response)
+            return response
+
+        try:
+            return sync_retrying(READ_RETRY)(attempt)
+        except RetryableStatus as error:
+            return error.response
+        except httpx.TransportError as error:
+            raise transport_error_from(error) from error
+
+    def _request(self, call: Call[T]) -> T:
+        return self._parse(call, self._send(call))
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        """``GET /health``: ``{"status": "ok", "version": ...}``.
+
+        Raises:
+            TransportError: no answer; APIStatusError: an error status.
+        """
+        return self._request(self._call_health())
+
+    def get_event(self, event_id: str) -> Event:
+        """One stored event with its checksum and chain fields.
+
+        Raises:
+            NotFoundError: no such event (it may still be queued: call :meth:`flush` first).
+        """
+        return self._request(self._call_get_event(str(event_id)))
+
+    def why(self, event_id: str, depth: int = 10) -> WhyResult:
+        """The causal chain of an event, root first (``GET /v1/events/{id}/why``).
+
+        Args:
+            event_id: the event to explain.
+            depth: most ancestors to walk (1..10,000).
+
+        Raises:
+            NotFoundError: no such event.
+        """
+        return self._request(self._call_why(str(event_id), depth))
+
+    def impact(self, event_id: str, limit: int | None = None) -> ImpactResult:
+        """Every descendant of an event (``GET /v1/events/{id}/impact``), the mirror of
+        :meth:`why`. ``limit`` caps the events returned (``truncated`` says so)."""
+        return self._request(self._call_impact(str(event_id), limit))
+
+    def replay(
+        self, session_id: str, *, agent: str | None = None, limit: int = 1000
+    ) -> list[Event]:
+        """The events of a session, oldest first (``GET /v1/sessions/{sid}/events``).
+
+        Args:
+            session_id: the session.
+            agent: restrict to one agent (default: the client's agent).
+            limit: most events returned.
+        """
+        return self._request(self._call_replay(session_id, agent, limit))
+
+    def sessions(self, *, agent: str | None = None, limit: int = 50) -> list[Session]:
+        """Session summaries of an agent (default: the client's), newest first."""
+        return self._request(self._call_sessions(agent, limit))
+
+    def list_events(
+        self,
+        *,
+        agent: str | None = None,
+        limit: int = 50,
+        event_type: str | None = None,
+        session_id: str | None = None,
+        before: dt.datetime | str | None = None,
+        after: dt.datetime | str | None = None,
+        cursor: str | None = None,
+    ) -> list[Event]:
+        """One page of an agent's events, newest first (``GET /v1/events``, ``limit`` 1..1000)."""
+        return self._request(
+            self._call_events_page(
+                agent,
+                limit=limit,
+                event_type=event_type,
+                session_id=session_id,
+                before=before,
+                after=after,
+                cursor=cursor,
+            )
+        )
+
+    def iter_events(
+        self,
+        *,
+        agent: str | None = None,
+        event_type: str | None = None,
+        session_id: str | None = None,
+        before: dt.datetime | str | None = None,
+        after: dt.datetime | str | None = None,
+        page_size: int = 500,
+    ) -> Iterator[Event]:
+        """Every matching event, newest first, paging with the stable ``cursor``
+        (``"<timestamp>|<sequence_no>"`` of the last row) until a short page."""
+        cursor: str | None = None
+        while True:
+            page = self.list_events(
+                agent=agent,
+                limit=page_size,
+                event_type=event_type,
+                session_id=session_id,
+                before=before,
+                after=after,
+                cursor=cursor,
+            )
+            yield from page
+            if len(page) < page_size:
+                return
+            last = page[-1]
+            cursor = f"{last.timestamp}|{last.sequence_no}"
+
+    def export_events(
+        self,
+        file_or_path: str | os.PathLike[str] | IO[bytes],
+        *,
+        agent: str | None = None,
+        progress: ProgressFn | None = None,
+    ) -> int:
+        """Stream an agent's events as NDJSON (oldest first) into a file; constant memory.
+
+        Args:
+            file_or_path: a path (created/overwritten) or a binary file object.
+            agent: the agent (default: the client's).
+            progress: called with the running count of lines written.
+
+        Returns:
+            the number of events written.
+        """
+        params = {"agent": self._agent_param(agent)}
+        count = 0
+        with open_export_target(file_or_path) as out:
+            try:
+                with self._http().stream("GET", "/v1/events/export", params=params) as response:
+                    if response.status_code >= 400:
+                        response.read()
+                        self._parse(Call("GET", "", lambda _: None), response)
+                    for line in response.iter_lines():
+                        if not line.strip():
+                            continue
+                        out.write(line.encode() + b"\n")
+                        count += 1
+                        if progress is not None:
+                            progress(count)
+            except httpx.TransportError as error:
+                raise transport_error_from(error) from error
+        return count
+
+    def import_events(
+        self,
+        source: str | os.PathLike[str] | IO[bytes] | Iterable[dict[str, Any]],
+        *,
+        agent: str | None = None,
+        chunk_size: int = 500,
+        progress: ProgressFn | None = None,
+    ) -> ImportResult:
+        """Import exported NDJSON lines (``POST /v1/events/import``), streamed in chunks.
+
+        Re-running an import returns duplicates, never copies (server rule).
+
+        Args:
+            source: an NDJSON path, a binary file, or an iterable of event dicts.
+            agent: rename every event to this agent (``None`` keeps the original agents).
+            chunk_size: events per request.
+            progress: called with the running count of events sent.
+        """
+        total = ImportResult()
+        for offset, chunk in ImportChunks(source, chunk_size):
+            body: dict[str, Any] = {"events": chunk}
+            if agent is not None:
+                body["agent"] = agent
+            answer = self._request(Call("POST", "/v1/events/import", lambda b: b, json=body))
+            total = total.plus(answer if isinstance(answer, dict) else {}, offset)
+            if progress is not None:
+                progress(offset + len(chunk))
+        return total
+
+    def verify_chain(
+        self,
+        *,
+        agent: str | None = None,
+        anchor: str | None = None,
+        after_seq: int | None = None,
+    ) -> ChainReport:
+        """Verify the agent's hash chain (``GET /v1/events/chain``).
+
+        Args:
+            agent: the agent (default: the client's).
+            anchor: a ``chain_hash`` saved earlier; it must still be on the chain.
+            after_seq: verify only links after this sequence number.
+        """
+        return self._request(self._call_verify(agent, anchor, after_seq))
+
+    def search(
+        self,
+        query: str,
+        *,
+        agent: str | None = None,
+        limit: int = 10,
+        mode: str = "auto",
+        include_superseded: bool = False,
+    ) -> SearchResult:
+        """Search events (``POST /v1/search``; ``mode`` auto|keyword|semantic|hybrid)."""
+        return self._request(self._call_search(query, agent, limit, mode, include_superseded))
+
+    def baseline(
+        self,
+        agent: str | None = None,
+        *,
+        recent_window: str | int | None = None,
+        window: str | None = None,
+    ) -> BaselineReport:
+        """Behaviour drift of an agent, recent vs baseline (``window`` 24h|7d|30d)."""
+        return self._request(self._call_baseline(agent, recent_window, window))
+
+    def behavior_change(
+        self,
+        agent: str | None = None,
+        *,
+        window: str | None = None,
+        from_ts: dt.datetime | str | None = None,
+        to_ts: dt.datetime | str | None = None,
+    ) -> BaselineReport:
+        """The drift comparison for a time window."""
+        return self._request(self._call_behavior_change(agent, window, from_ts, to_ts))
+
+    def at(self, timestamp: dt.datetime | str, *, agent: str | None = None) -> StateAt:
+        """The agent's key/value state (``state_set``/``state_delete``) at ``timestamp``."""
+        return self._request(self._call_at(timestamp, agent))
+
+    def forget(self, filter_key: str, filter_value: str) -> ForgetResult:
+        """Erase events whose ``filter_key`` equals ``filter_value`` (tombstones keep the
+        chain verifiable)."""
+        return self._request(self._call_forget(filter_key, filter_value))
+
+    def agents(self) -> list[AgentInfo]:
+        """Every agent the key may read, with first/last seen and event count."""
+        return self._request(self._call_agents())
+
+    def create_key(
+        self,
+        name: str,
+        *,
+        agent: str | None = None,
+        scope: str = "read_write",
+        expires_in_days: int | None = None,
+    ) -> ApiKey:
+        """Create an API key (``scope`` read_write|read_only); its secret is in ``.key``,
+        shown this once."""
+        return self._request(self._call_create_key(name, agent, scope, expires_in_days))
+
+    def list_keys(self) -> list[ApiKey]:
+        """The server's keys (no secrets)."""
+        return self._request(self._call_list_keys())
+
+    def revoke_key(self, key_id: str) -> None:
+        """Revoke a key.
+
+        Raises:
+            NotFoundError: no such key.
+        """
+        self._request(self._call_revoke_key(key_id))

@@ -1,0 +1,145 @@
+"""Client configuration: one table of environment variables, resolved once per client.
+
+Constructor arguments override the environment; nothing is read from module globals after
+construction (style.md point 14).
+
+==========================  ==============================  ========================================
+variable                    default                         meaning
+==========================  ==============================  ========================================
+``AGENTLEDGER_URL``         ``http://127.0.0.1:8000``       base URL of the ledger server
+``AGENTLEDGER_API_KEY``     none (required)                 bearer key sent as ``Authorization``
+``AGENTLEDGER_AGENT``       none (required to ``log()``)    agent name events are logged under
+``AGENTLEDGER_SPILL_DIR``   ``$XDG_CACHE_HOME/agentledger/  directory of the disk spill (NDJSON);
+                            spill`` (``~/.cache/...``)      the string ``off`` switches spill off
+==========================  ==============================  ========================================
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from agentledger.client._errors import ConfigurationError
+
+__all__ = [
+    "AGENT_NAME_RE",
+    "DEFAULT",
+    "DEFAULT_URL",
+    "ENVIRONMENT",
+    "Default",
+    "EnvVar",
+    "default_spill_dir",
+    "resolve_agent",
+    "resolve_api_key",
+    "resolve_spill_dir",
+    "resolve_url",
+]
+
+DEFAULT_URL: Final = "http://127.0.0.1:8000"
+
+#: Agent names accepted by the server (wire contract, "Event object").
+AGENT_NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
+
+
+class Default:
+    """Sentinel type of :data:`DEFAULT`: "use the environment or the built-in default"."""
+
+    _instance: Default | None = None
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+#: Pass as ``spill_dir`` (the default) to take ``AGENTLEDGER_SPILL_DIR`` or the cache directory.
+DEFAULT: Final = Default()
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    """One documented environment variable."""
+
+    name: str
+    default: str
+    unit: str
+    meaning: str
+
+
+ENVIRONMENT: Final[tuple[EnvVar, ...]] = (
+    EnvVar("AGENTLEDGER_URL", DEFAULT_URL, "URL", "base URL of the ledger server"),
+    EnvVar("AGENTLEDGER_API_KEY", "", "string", "bearer API key (required)"),
+    EnvVar("AGENTLEDGER_AGENT", "", "agent name", "agent events are logged under"),
+    EnvVar(
+        "AGENTLEDGER_SPILL_DIR",
+        "$XDG_CACHE_HOME/agentledger/spill",
+        "directory",
+        "disk spill for unsent events; 'off' disables spill",
+    ),
+)
+
+
+def _env(name: str, environ: Mapping[str, str] | None) -> str | None:
+    value = (environ if environ is not None else os.environ).get(name)
+    return value if value else None
+
+
+def resolve_url(url: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """``url`` or ``AGENTLEDGER_URL`` or :data:`DEFAULT_URL`, without a trailing slash.
+
+    Raises:
+        ConfigurationError: the URL is not ``http://`` or ``https://``.
+    """
+    value = url or _env("AGENTLEDGER_URL", environ) or DEFAULT_URL
+    if not value.startswith(("http://", "https://")):
+        raise ConfigurationError(f"url must start with http:// or https://, got {value!r}")
+    return value.rstrip("/")
+
+
+def resolve_api_key(api_key: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """``api_key`` or ``AGENTLEDGER_API_KEY`` (``None`` when neither is set)."""
+    return api_key or _env("AGENTLEDGER_API_KEY", environ)
+
+
+def resolve_agent(agent: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """``agent`` or ``AGENTLEDGER_AGENT``, validated against the wire contract's pattern.
+
+    Raises:
+        ConfigurationError: the name does not match ``^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$``.
+    """
+    value = agent or _env("AGENTLEDGER_AGENT", environ)
+    if value is not None and not AGENT_NAME_RE.match(value):
+        raise ConfigurationError(
+            f"agent must match {AGENT_NAME_RE.pattern} (wire contract), got {value!r}"
+        )
+    return value
+
+
+def default_spill_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CACHE_HOME/agentledger/spill``, or ``~/.cache/agentledger/spill``."""
+    cache = _env("XDG_CACHE_HOME", environ)
+    base = Path(cache) if cache else Path.home() / ".cache"
+    return base / "agentledger" / "spill"
+
+
+def resolve_spill_dir(
+    spill_dir: str | os.PathLike[str] | Default | None,
+    environ: Mapping[str, str] | None = None,
+) -> Path | None:
+    """The spill directory, or ``None`` when spill is off.
+
+    ``spill_dir=None`` (or ``AGENTLEDGER_SPILL_DIR=off``) switches spill off; :data:`DEFAULT`
+    takes ``AGENTLEDGER_SPILL_DIR`` or :func:`default_spill_dir`.
+    """
+    if spill_dir is None:
+        return None
+    if isinstance(spill_dir, Default):
+        value = _env("AGENTLEDGER_SPILL_DIR", environ)
+        if value is None:
+            return default_spill_dir(environ)
+        if value.strip().lower() in {"off", "none", "0", "false"}:
+            return None
+        return Path(value).expanduser()
+    return Path(spill_dir).expanduser()

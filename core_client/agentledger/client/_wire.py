@@ -1,0 +1,116 @@
+"""Non-I/O wire helpers shared by both twins and the background sender.
+
+Event items travel from ``log()`` to the sender as :data:`Item` tuples (cheap to build in the
+caller's thread) and become one JSON line each (:func:`item_line`) just before they are sent
+or spilled. A batch body is the lines joined by commas, so spilled lines are resent byte for
+byte without parsing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import orjson
+
+__all__ = [
+    "BatchOutcome",
+    "Item",
+    "batch_body",
+    "iso_from_ns",
+    "item_line",
+    "parse_batch_response",
+]
+
+
+class Item(NamedTuple):
+    """One logged event between ``log()`` and the sender (``data``/``metadata`` are JSON)."""
+
+    event_id: str
+    agent: str
+    event: str
+    data: bytes
+    time_ns: int
+    session_id: str | None
+    parent_id: str | None
+    metadata: bytes | None
+    idempotency_key: str | None
+    supersedes: str | None
+    importance: float | None
+
+
+def iso_from_ns(time_ns: int) -> str:
+    """ISO-8601 UTC with microseconds and a ``Z`` suffix, from ``time.time_ns()``."""
+    seconds, rest = divmod(time_ns, 1_000_000_000)
+    stamp = dt.datetime.fromtimestamp(seconds, dt.UTC).replace(microsecond=rest // 1000)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def item_line(item: Item, redactor: Callable[[Any], Any] | None) -> bytes:
+    """The wire JSON object of one event (redacted when ``redactor`` is given)."""
+    data: Any
+    metadata: Any
+    if redactor is None:
+        data = orjson.Fragment(item.data)
+        metadata = orjson.Fragment(item.metadata) if item.metadata is not None else None
+    else:
+        data = redactor(orjson.loads(item.data))
+        metadata = redactor(orjson.loads(item.metadata)) if item.metadata is not None else None
+    obj: dict[str, Any] = {
+        "event_id": item.event_id,
+        "agent": item.agent,
+        "event": item.event,
+        "data": data,
+        "timestamp": iso_from_ns(item.time_ns),
+    }
+    if item.session_id is not None:
+        obj["session_id"] = item.session_id
+    if item.parent_id is not None:
+        obj["parent_id"] = item.parent_id
+    if metadata is not None:
+        obj["metadata"] = metadata
+    if item.idempotency_key is not None:
+        obj["idempotency_key"] = item.idempotency_key
+    if item.supersedes is not None:
+        obj["supersedes"] = item.supersedes
+    if item.importance is not None:
+        obj["importance"] = item.importance
+    return orjson.dumps(obj)
+
+
+def batch_body(lines: Sequence[bytes]) -> bytes:
+    """``{"events":[...]}`` from ready JSON lines (wire: ``POST /v1/events/batch``)."""
+    return b'{"events":[' + b",".join(lines) + b"]}"
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """The parsed answer of one batch: ``ok`` and ``duplicate`` counts, per-item failures
+    as ``(index, error)``."""
+
+    ok: int
+    duplicates: int
+    failures: list[tuple[int, str]]
+
+
+def parse_batch_response(body: Any, sent: int) -> BatchOutcome:
+    """Parse ``{written, failed, results:[{ok, event_id, sequence_no, duplicate, error?}]}``.
+
+    An answer without ``results`` counts every line as written (older servers).
+    """
+    if not isinstance(body, dict) or not isinstance(body.get("results"), list):
+        return BatchOutcome(ok=sent, duplicates=0, failures=[])
+    ok = dups = 0
+    failures: list[tuple[int, str]] = []
+    for index, result in enumerate(body["results"]):
+        if not isinstance(result, dict):
+            continue
+        if result.get("ok", True):
+            ok += 1
+            if result.get("duplicate"):
+                dups += 1
+        else:
+            failures.append((index, str(result.get("error") or "rejected")))
+    return BatchOutcome(ok=ok, duplicates=dups, failures=failures)

@@ -1,0 +1,34 @@
+"""``agentledger.client.__all__`` is the whole public surface (style.md point 11)."""
+
+from __future__ import annotations
+
+import agentledger.client as client
+
+
+def test_all_exports_exist() -> None:
+    missing = [name for name in client.__all__ if not hasattr(client, name)]
+    assert missing == []
+
+
+def test_all_is_complete() -> None:
+    public = {
+        name
+        for name, value in vars(client).items()
+        if not name.startswith("_") and getattr(value, "__module__", "").startswith("agentledger")
+    }
+    public |= {"vocabulary"}
+    assert public - {"annotations"} <= set(client.__all__), sorted(public - set(client.__all__))
+
+
+def test_exported_members_have_docstrings() -> None:
+    undocumented = [
+        name
+        for name in client.__all__
+        if callable(getattr(client, name)) and not (getattr(client, name).__doc__ or "").strip()
+    ]
+    assert undocumented == []
+
+
+def test_all_is_sorted_and_unique() -> None:
+    assert len(client.__all__) == len(set(client.__all__))
+    assert list(client.__all__) == sorted(client.__all__, key=lambda s: (not s.isupper(), s))
