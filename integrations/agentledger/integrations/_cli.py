@@ -1,0 +1,59 @@
+"""Commands of the ``langchain`` extra: ``agentledger demo`` (and, later, ``agentledger cases``).
+
+Registered by the root CLI (``agentledger.client._cli``) through :func:`register`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+__all__ = ["register"]
+
+
+def demo(
+    db: Annotated[
+        Path | None,
+        typer.Option(help="SQLite file of the embedded server (default: a new temp directory)."),
+    ] = None,
+    url: Annotated[
+        str | None,
+        typer.Option(help="Use this running server instead of starting one."),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(help="API key for --url (default: AGENTLEDGER_API_KEY)."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="OpenAI-compatible model id (needs langchain-openai; OPENAI_BASE_URL and "
+            "OPENAI_API_KEY are read as usual). Default: an offline scripted model."
+        ),
+    ] = None,
+    agent: Annotated[str, typer.Option(help="Agent name to log under.")] = "support-demo",
+) -> None:
+    """Run a LangChain support agent against a ledger, then print its replay and why()."""
+    from agentledger.integrations._demo import DemoError, run_demo
+
+    console = Console()
+    try:
+        code = run_demo(console=console, db=db, url=url, api_key=api_key, model=model, agent=agent)
+    except DemoError as error:
+        console.print(f"[bold red]demo failed:[/] {error}")
+        raise typer.Exit(2) from error
+    raise typer.Exit(code)
+
+
+def register(app: typer.Typer) -> None:
+    """Add this extra's commands to the root ``agentledger`` app.
+
+    Args:
+        app: the root typer app (``agentledger.client._cli.app``).
+    """
+    app.command("demo")(demo)
+    # Regression-suite command ``cases`` (issue owner: regression cases) registers here:
+    # app.command("cases")(cases)

@@ -1,0 +1,261 @@
+"""``agentledger demo``: run a real LangChain agent on a support case, then ask the ledger why.
+
+Steps (issue 5, "Main job"):
+
+1. start an embedded ``agentledger serve`` on a free loopback port with a SQLite file (a temp
+   directory, or ``--db``), unless ``--url`` points at a running server;
+2. run ``langchain.agents.create_agent`` with three tools on "I was charged twice" and the
+   :class:`~agentledger.integrations.langchain.LedgerCallbackHandler` attached;
+3. read the session back over the API and print it as a timeline, the final answer's ``why()``
+   chain as a "caused by" tree, and the agent's hash-chain verification;
+4. say where to look next.
+
+Offline by default (a scripted chat model); ``--model`` or ``OPENAI_BASE_URL`` switch to an
+OpenAI-compatible model through ``langchain-openai``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+import uuid_utils
+from langchain_core.language_models import BaseChatModel
+from rich.console import Console
+
+from agentledger.client import Ledger
+from agentledger.client import vocabulary as v
+from agentledger.integrations._support_agent import (
+    CUSTOMER_MESSAGE,
+    build_support_agent,
+    chat_model,
+)
+from agentledger.integrations._timeline import (
+    print_chain_report,
+    print_timeline,
+    print_why_tree,
+)
+from agentledger.integrations.langchain import LedgerCallbackHandler
+
+__all__ = ["DemoError", "EmbeddedServer", "run_demo"]
+
+#: Seconds to wait for the embedded server's ``/health``.
+SERVER_START_TIMEOUT_S = 30.0
+
+
+class DemoError(RuntimeError):
+    """The demo could not run (server did not start, model unavailable...)."""
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class EmbeddedServer:
+    """``agentledger serve`` as a child process on 127.0.0.1 with a one-time dev key.
+
+    Args:
+        db: SQLite file of the ledger (created if missing).
+        timeout_s: seconds to wait for ``/health`` before giving up.
+
+    Use as a context manager; the process is terminated on exit (the SQLite file stays).
+
+    Raises:
+        DemoError: the server exited or did not answer ``/health`` within ``timeout_s``.
+    """
+
+    db: Path
+    timeout_s: float = SERVER_START_TIMEOUT_S
+    port: int = field(default_factory=_free_port)
+    api_key: str = field(default_factory=lambda: "demo-" + secrets.token_urlsafe(18))
+    _proc: subprocess.Popen[bytes] | None = None
+    _log: Path | None = None
+
+    @property
+    def url(self) -> str:
+        """Base URL, e.g. ``http://127.0.0.1:53117``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> EmbeddedServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start the process and wait until it answers ``/health``."""
+        self._log = self.db.with_suffix(".server.log")
+        command = [
+            sys.executable,
+            "-c",
+            "from agentledger.client._cli import main; main()",
+            "serve",
+            "--db",
+            str(self.db),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--dev-key",
+            self.api_key,
+        ]
+        with open(self._log, "ab") as log:
+            self._proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + self.timeout_s
+        with httpx.Client(timeout=1.0) as http:
+            while time.monotonic() < deadline:
+                if self._proc.poll() is not None:
+                    raise DemoError(
+                        f"agentledger serve exited with code {self._proc.returncode}; "
+                        f"log: {self._log}\n{self._log.read_text(errors='replace')[-2000:]}"
+                    )
+                try:
+                    if http.get(f"{self.url}/health").status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.05)
+        self.stop()
+        raise DemoError(f"agentledger serve did not answer within {self.timeout_s} s ({self._log})")
+
+    def stop(self) -> None:
+        """Terminate the process (SIGTERM, then SIGKILL after 10 s)."""
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def run_demo(
+    *,
+    console: Console,
+    db: Path | None = None,
+    url: str | None = None,
+    api_key: str | None = None,
+    model: str | None = None,
+    agent: str = "support-demo",
+) -> int:
+    """Run the demo end to end and print the results; returns the process exit code.
+
+    Args:
+        console: where to print (rich).
+        db: SQLite file for the embedded server (default: a new temp directory).
+        url: use this running server instead of starting one (then ``api_key`` or
+            ``AGENTLEDGER_API_KEY`` is needed).
+        api_key: key for ``url``.
+        model: an OpenAI-compatible model id (needs ``langchain-openai``).
+        agent: agent name the events are logged under.
+
+    Raises:
+        DemoError: the embedded server did not start, or a real model was asked for and
+            ``langchain-openai`` is missing.
+    """
+    try:
+        llm = chat_model(model)
+    except RuntimeError as error:
+        raise DemoError(str(error)) from error
+    if url is not None:
+        key = api_key or os.environ.get("AGENTLEDGER_API_KEY")
+        if not key:
+            raise DemoError("--url needs --api-key (or AGENTLEDGER_API_KEY)")
+        return _run(console, url=url, api_key=key, agent=agent, llm=llm, db=None)
+    db_path = db or Path(tempfile.mkdtemp(prefix="agentledger-demo-")) / "ledger.db"
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    console.print(f"[dim]starting agentledger serve (SQLite {db_path})…[/]")
+    with EmbeddedServer(db_path) as server:
+        return _run(
+            console, url=server.url, api_key=server.api_key, agent=agent, llm=llm, db=db_path
+        )
+
+
+def _run(
+    console: Console,
+    *,
+    url: str,
+    api_key: str,
+    agent: str,
+    llm: BaseChatModel,
+    db: Path | None,
+) -> int:
+    session_id = f"support-{uuid_utils.uuid7()}"
+    ledger = Ledger(url=url, api_key=api_key, agent=agent, spill_dir=None)
+    try:
+        handler = LedgerCallbackHandler(ledger, metadata={"demo": "support-case"})
+        graph = build_support_agent(llm)
+        console.rule("[bold]agentledger demo: a support agent handles a duplicate charge")
+        console.print(f"[bold cyan]customer:[/] {CUSTOMER_MESSAGE}")
+        started = time.perf_counter()
+        result = graph.invoke(
+            {"messages": [{"role": "user", "content": CUSTOMER_MESSAGE}]},
+            config={"callbacks": [handler], "configurable": {"thread_id": session_id}},
+        )
+        elapsed_s = time.perf_counter() - started
+        console.print(f"[bold green]agent:[/] {result['messages'][-1].text}")
+        flushed = ledger.flush(timeout_s=10.0)
+        console.print(f"[dim]agent run {elapsed_s * 1000:,.0f} ms; {flushed}[/]")
+
+        events = ledger.replay(session_id)
+        console.rule(f"[bold]session replay: {session_id} ({len(events)} events)")
+        print_timeline(console, events)
+
+        answer = next((e for e in reversed(events) if e.event == v.ASSISTANT_RESPONSE), None)
+        if answer is None:
+            console.print("[bold red]no assistant_response event was stored[/]")
+            return 1
+        why = ledger.why(answer.event_id, depth=100)
+        console.rule(f"[bold]why({answer.event_id}): {why.chain_length} events back to the root")
+        print_why_tree(console, why.chain, events)
+
+        console.rule("[bold]hash chain")
+        report = ledger.verify_chain()
+        print_chain_report(console, report, agent)
+        _print_next_steps(
+            console, url=url, agent=agent, session_id=session_id, db=db, answer=answer.event_id
+        )
+        return 0 if report.intact else 1
+    finally:
+        ledger.close(timeout_s=5.0)
+
+
+def _print_next_steps(
+    console: Console, *, url: str, agent: str, session_id: str, db: Path | None, answer: str
+) -> None:
+    console.rule("[bold]where to look next")
+    if db is not None:
+        console.print(f"• the ledger is kept in [bold]{db}[/]; serve it again with")
+        console.print(f"    agentledger serve --db {db} --dev-key dev")
+        base = "http://127.0.0.1:8000"
+    else:
+        base = url
+    console.print(f"• API docs: {base}/swagger")
+    console.print(f"• the session:  GET {base}/v1/sessions/{session_id}/events?agent={agent}")
+    console.print(f"• why this answer:  GET {base}/v1/events/{answer}/why")
+    console.print(f"• its effects:  GET {base}/v1/events/{answer}/impact")
+    console.print(
+        "• add it to your own agent:\n"
+        "    from agentledger.integrations.langchain import LedgerCallbackHandler\n"
+        '    agent.invoke(inputs, config={"callbacks": [LedgerCallbackHandler(ledger)]})'
+    )

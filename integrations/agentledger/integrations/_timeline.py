@@ -1,0 +1,179 @@
+"""Print a session for people: the replay as a timeline and an answer's causes as a tree.
+
+Used by ``agentledger demo``. Works on :class:`agentledger.client.Event` objects read back from
+the server, so it shows what was stored, not what the agent had in memory.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from agentledger.client import vocabulary as v
+from agentledger.client._models import ChainReport, Event
+
+__all__ = ["describe", "print_chain_report", "print_timeline", "print_why_tree"]
+
+_STYLES: Mapping[str, str] = {
+    v.USER_MESSAGE: "bold cyan",
+    v.ASSISTANT_RESPONSE: "bold green",
+    v.LLM_START: "magenta",
+    v.LLM_END: "magenta",
+    v.LLM_ERROR: "bold red",
+    v.TOOL_CALL: "yellow",
+    v.TOOL_RESULT: "yellow",
+    v.TOOL_ERROR: "bold red",
+    v.STEP_START: "dim",
+    v.STEP_END: "dim",
+    v.STEP_ERROR: "bold red",
+    v.INTERRUPTED: "bold blue",
+    v.RETRIEVAL: "blue",
+}
+
+
+def _short(value: Any, limit: int = 70) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _usage(data: Mapping[str, Any]) -> str:
+    usage = data.get("token_usage")
+    if not isinstance(usage, Mapping):
+        return "usage unknown"
+    parts = [f"in {usage.get('input_tokens')}"]
+    if usage.get("cache_read_tokens"):
+        parts.append(f"(cached {usage['cache_read_tokens']})")
+    parts.append(f"out {usage.get('output_tokens')}")
+    return " ".join(parts) + " tokens"
+
+
+def describe(event: Event, limit: int = 70) -> str:
+    """One line saying what ``event`` was, e.g. ``tool_call issue_refund({...})``."""
+    d = event.data
+    kind = event.event
+    if kind in (v.STEP_START, v.STEP_END, v.STEP_ERROR):
+        extra = f" ✗ {d.get('type')}: {_short(d.get('error'), limit)}" if "error" in d else ""
+        return f"{kind} {d.get('name')} [{d.get('kind')}]{extra}"
+    if kind in (v.USER_MESSAGE, v.ASSISTANT_RESPONSE):
+        return f'{kind} "{_short(d.get("text"), limit)}"'
+    if kind == v.LLM_START:
+        reads = d.get("tool_result_ids") or []
+        suffix = f", reads {len(reads)} tool result(s)" if reads else ""
+        return f"{kind} {d.get('model')}{suffix}"
+    if kind == v.LLM_END:
+        calls = d.get("tool_calls") or []
+        said = (
+            "asks for " + ", ".join(str(c.get("name")) for c in calls)
+            if calls
+            else f'"{_short(d.get("text"), limit // 2)}"'
+        )
+        return f"{kind} {said} ({_usage(d)})"
+    if kind == v.TOOL_CALL:
+        return f"{kind} {d.get('tool')}({_short(d.get('args'), limit)})"
+    if kind == v.TOOL_RESULT:
+        return f"{kind} {d.get('tool')} -> {_short(d.get('result'), limit)}"
+    if kind in (v.TOOL_ERROR, v.LLM_ERROR):
+        return f"{kind} {d.get('tool') or ''} ✗ {d.get('type')}: {_short(d.get('error'), limit)}"
+    if kind == v.RETRIEVAL:
+        return f'{kind} "{_short(d.get("query"), 40)}" -> {len(d.get("documents") or [])} docs'
+    if kind == v.INTERRUPTED:
+        return f"{kind} {d.get('name')} ({d.get('reason')})"
+    return f"{kind} {_short(d, limit)}"
+
+
+def _depths(events: Sequence[Event]) -> dict[str, int]:
+    by_id = {e.event_id: e for e in events}
+    depths: dict[str, int] = {}
+    for event in events:
+        chain: list[str] = []
+        current: Event | None = event
+        while current is not None and current.event_id not in depths:
+            chain.append(current.event_id)
+            parent = current.parent_id
+            current = by_id.get(parent) if parent and parent not in chain else None
+        base = depths[current.event_id] + 1 if current is not None else 0
+        for offset, event_id in enumerate(reversed(chain)):
+            depths[event_id] = base + offset
+    return depths
+
+
+def print_timeline(console: Console, events: Sequence[Event]) -> None:
+    """The session replay, oldest first, indented by causal depth, with time offsets (ms)."""
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("+ms", justify="right", style="dim")
+    table.add_column("event (indented under its parent)", overflow="fold")
+    if not events:
+        console.print("(no events)")
+        return
+    start = events[0].time()
+    depths = _depths(events)
+    for event in events:
+        offset = (event.time() - start) / dt.timedelta(milliseconds=1)
+        line = Text("  " * depths.get(event.event_id, 0))
+        line.append(describe(event), style=_STYLES.get(event.event, ""))
+        table.add_row(f"{offset:,.0f}", line)
+    console.print(table)
+
+
+def print_why_tree(
+    console: Console,
+    chain: Sequence[Event],
+    session_events: Iterable[Event],
+    *,
+    max_lines: int = 80,
+) -> None:
+    """Print ``why()``'s chain for an answer as an indented "caused by" tree.
+
+    Each event's causes are its parent (the ``why()`` chain) and, for a model call, the tool
+    results it read (``llm_start.data.tool_result_ids``), followed back through the session's
+    events. An event reached twice is printed once and referred to after that.
+    """
+    if not chain:
+        console.print("(empty chain)")
+        return
+    by_id = {e.event_id: e for e in session_events}
+    by_id.update({e.event_id: e for e in chain})
+    shown: set[str] = set()
+    lines = 0
+
+    def emit(event: Event, depth: int, label: str) -> None:
+        nonlocal lines
+        if lines >= max_lines:
+            return
+        lines += 1
+        prefix = Text("  " * depth + (f"{label} " if label else ""), style="dim")
+        if event.event_id in shown:
+            prefix.append(describe(event, 50) + "  (see above)", style="dim")
+            console.print(prefix)
+            return
+        shown.add(event.event_id)
+        prefix.append(describe(event), style=_STYLES.get(event.event, ""))
+        console.print(prefix)
+        parent = by_id.get(event.parent_id) if event.parent_id else None
+        if parent is not None:
+            emit(parent, depth + 1, "└ caused by")
+        for result_id in event.data.get("tool_result_ids") or []:
+            result = by_id.get(result_id)
+            if result is not None:
+                emit(result, depth + 1, "└ read")
+
+    emit(chain[-1], 0, "")
+
+
+def print_chain_report(console: Console, report: ChainReport, agent: str) -> None:
+    """One line: is the agent's hash chain intact, and where is its head."""
+    head = report.chain_head
+    where = f", head #{head.sequence_no} {head.chain_hash[:16]}…" if head else ""
+    if report.intact:
+        console.print(f"[bold green]✔ hash chain of {agent!r} intact[/]{where}  {report.summary}")
+    else:
+        console.print(f"[bold red]✘ hash chain of {agent!r} broken[/]: {report.summary}")
+        for problem in report.problems[:10]:
+            console.print(f"  {problem.kind} at #{problem.sequence_no} ({problem.event_id})")
