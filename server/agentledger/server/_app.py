@@ -1,0 +1,106 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
+
+from agentledger.server._http import RequestIdMiddleware, json_response
+from agentledger.server._routes import catalog, events, health, keys, ledger
+from agentledger.server._routes.health import server_version
+from agentledger.server._settings import Settings
+from agentledger.server._store import open_store
+from agentledger.server._store.base import LedgerStore
+
+__all__ = ["StartupRefused", "create_app"]
+
+logger = logging.getLogger("agentledger.server")
+
+
+class StartupRefused(RuntimeError):
+    """The configuration would expose the ledger without real keys."""
+
+
+def create_app(
+    settings: Settings,
+    *,
+    store: LedgerStore | None = None,
+    extra_routers: Sequence[APIRouter] = (),
+) -> FastAPI:
+    """Build the ledger app.
+
+    Args:
+        settings: server configuration (see :class:`Settings`).
+        store: an open store to serve; by default ``settings.db`` is opened (and migrated).
+            The app closes it on shutdown either way; ``app.state.store`` holds it.
+        extra_routers: routers of other features (e.g. search, baselines, ``/v1/events/at``);
+            they are included before the ``/v1/events/{event_id}`` routes so their fixed
+            paths win.
+
+    Raises:
+        StartupRefused: ``settings.host`` is not loopback and the database has no active key
+            (a dev key alone is only honoured on loopback; wire contract, "General").
+    """
+    store = store or open_store(settings.db, chain_key=settings.chain_key)
+    if not settings.dev_key_active and store.count_active_keys() == 0:
+        store.close()
+        raise StartupRefused(
+            f"refusing to serve on {settings.host}: no API key exists and the dev key is only "
+            "honoured on a loopback address; create a key first "
+            "(agentledger keys-admin create --db ...) or bind to 127.0.0.1"
+        )
+    if settings.dev_key and not settings.dev_key_active:
+        logger.warning("dev key ignored: %s is not a loopback address", settings.host)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            store.close()
+
+    app = FastAPI(
+        title="agentledger",
+        version=server_version(),
+        summary="An operational database for LLM agents: causal events, why(), hash chain.",
+        docs_url="/swagger",
+        redoc_url=None,
+        openapi_url="/openapi.json",
+        lifespan=lifespan,
+        max_body_size=settings.max_body_bytes,
+    )
+    app.state.settings = settings
+    app.state.store = store
+    app.state.dev_key = settings.dev_key if settings.dev_key_active else None
+    app.add_middleware(RequestIdMiddleware)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
+        # FastAPI's own shape; ``input`` echoes are dropped (they may be huge or secret).
+        for error in exc.errors():
+            if isinstance(error, dict):
+                error.pop("input", None)
+        return await request_validation_exception_handler(request, exc)
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception) -> Response:
+        request_id = request.scope.get("state", {}).get("request_id", "")
+        logger.error("agentledger internal error (request %s)", request_id, exc_info=exc)
+        return json_response(
+            {"detail": "internal server error", "request_id": request_id}, status_code=500
+        )
+
+    app.include_router(health.router)
+    app.include_router(events.router)
+    app.include_router(ledger.router)
+    app.include_router(catalog.router)
+    app.include_router(keys.router)
+    for router in extra_routers:
+        app.include_router(router)
+    app.include_router(events.lineage_router)
+    return app

@@ -1,0 +1,207 @@
+"""The per-agent hash chain (wire contract, "Hash chain") and its verification.
+
+``chain_hash[n] = H(chain_hash[n-1] || canonical(record[n]))`` where ``chain_hash[n-1]`` is the
+previous link's lowercase hex digest as ASCII bytes (empty for the agent's first event) and
+``H`` is SHA-256, or HMAC-SHA256 keyed with the server chain key. ``checksum`` is always plain
+SHA-256 of ``canonical(record)``.
+
+Verification walks the stored rows of one agent in ``sequence_no`` order and reports each
+problem where it is, with event id and sequence number:
+
+* ``missing_or_reordered``: a gap in the sequence (a deleted row) or a row whose record carries
+  another sequence number (rows moved);
+* ``content_changed``: the record no longer matches its checksum, its indexed columns, or its
+  chain link;
+* ``truncated_after_anchor``: the head is behind a saved anchor, or the anchor row is gone;
+* ``anchor_mismatch``: the row at the anchor's sequence number has another chain hash.
+
+Each row is checked against the *stored* link of its predecessor, so one edited row is
+reported once, not as a cascade.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+__all__ = ["ChainHasher", "ChainReport", "ChainRow", "verify_rows"]
+
+
+class ChainHasher:
+    """Computes checksums and chain links.
+
+    Args:
+        key: HMAC key (UTF-8 text); ``None`` for plain SHA-256 links.
+    """
+
+    def __init__(self, key: str | None = None) -> None:
+        self._key = key.encode() if key else None
+
+    @property
+    def keyed(self) -> bool:
+        """Whether links are HMAC-SHA256."""
+        return self._key is not None
+
+    @staticmethod
+    def checksum(canonical: bytes) -> str:
+        """SHA-256 hex of the canonical record."""
+        return hashlib.sha256(canonical).hexdigest()
+
+    def link(self, previous: str | None, canonical: bytes) -> str:
+        """The chain hash following ``previous`` (hex or ``None`` for the first event)."""
+        data = (previous or "").encode("ascii") + canonical
+        if self._key is not None:
+            return hmac.new(self._key, data, hashlib.sha256).hexdigest()
+        return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ChainRow:
+    """One stored row as verification sees it.
+
+    ``record`` is the stored canonical JSON (``None`` for a forget tombstone); the other fields
+    are the indexed columns that must agree with it.
+    """
+
+    sequence_no: int
+    event_id: str
+    agent: str
+    timestamp: str
+    event: str | None
+    parent_id: str | None
+    session_id: str | None
+    record: bytes | None
+    checksum: str | None
+    chain_hash: str
+
+
+@dataclass
+class ChainReport:
+    """The result of :func:`verify_rows` (wire shape via :meth:`as_dict`)."""
+
+    verified: int = 0
+    erased: int = 0
+    problems: list[dict[str, Any]] = field(default_factory=list)
+    head_seq: int = 0
+    head_hash: str | None = None
+
+    @property
+    def intact(self) -> bool:
+        """No problem found."""
+        return not self.problems
+
+    def as_dict(self, agent: str) -> dict[str, Any]:
+        """``{intact, summary, problems, chain_head, verified, erased}``."""
+        if self.intact:
+            summary = f"chain intact: {self.verified} events verified for agent {agent!r}"
+        else:
+            kinds: dict[str, int] = {}
+            for problem in self.problems:
+                kinds[problem["kind"]] = kinds.get(problem["kind"], 0) + 1
+            parts = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+            summary = f"chain BROKEN for agent {agent!r}: {parts} ({self.verified} events read)"
+        if self.erased:
+            summary += f"; {self.erased} erased by forget"
+        return {
+            "intact": self.intact,
+            "summary": summary,
+            "problems": self.problems,
+            "chain_head": {"sequence_no": self.head_seq, "chain_hash": self.head_hash},
+            "verified": self.verified,
+            "erased": self.erased,
+        }
+
+
+_COLUMNS = ("event_id", "agent", "timestamp", "event", "parent_id", "session_id")
+
+
+def _problem(kind: str, row: ChainRow | None, seq: int, detail: str) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "event_id": row.event_id if row else None,
+        "sequence_no": seq,
+        "detail": detail,
+    }
+
+
+def verify_rows(
+    rows: Iterable[ChainRow],
+    hasher: ChainHasher,
+    *,
+    start_seq: int = 0,
+    previous_hash: str | None = None,
+    report: ChainReport | None = None,
+) -> ChainReport:
+    """Verify consecutive rows of one agent, ordered by stored ``sequence_no``.
+
+    Args:
+        rows: the rows after ``start_seq``, ascending.
+        hasher: the server's :class:`ChainHasher` (same key as at write time).
+        start_seq: sequence number of the last row already trusted (0 = from the start).
+        previous_hash: chain hash of that row (``None`` at the start).
+        report: a report to continue (anchor checks add to it first).
+
+    Returns:
+        The report, with ``head_seq``/``head_hash`` set to the last row read.
+    """
+    rep = report or ChainReport()
+    expected = start_seq + 1
+    prev = previous_hash
+    checksum = hasher.checksum
+    link = hasher.link
+    loads = orjson.loads
+    problems = rep.problems
+    verified = 0
+    for row in rows:
+        verified += 1
+        seq = row.sequence_no
+        if row.record is None:  # forget tombstone: keeps its link, content erased
+            rep.erased += 1
+            if seq != expected:
+                problems.append(
+                    _problem("missing_or_reordered", row, seq, f"expected sequence_no {expected}")
+                )
+            prev = row.chain_hash
+            expected = seq + 1
+            continue
+        try:
+            rec = loads(row.record)
+        except orjson.JSONDecodeError:
+            rec = None
+        if seq != expected or (isinstance(rec, dict) and rec.get("sequence_no") != seq):
+            stored = rec.get("sequence_no") if isinstance(rec, dict) else None
+            problems.append(
+                _problem(
+                    "missing_or_reordered",
+                    row,
+                    seq,
+                    f"expected sequence_no {expected}; the record says {stored}",
+                )
+            )
+        elif (
+            not isinstance(rec, dict)
+            or row.checksum != checksum(row.record)
+            or any(rec.get(name) != getattr(row, name) for name in _COLUMNS)
+        ):
+            problems.append(
+                _problem("content_changed", row, seq, "record does not match its checksum")
+            )
+        elif link(prev, row.record) != row.chain_hash:
+            problems.append(
+                _problem("content_changed", row, seq, "chain link does not follow its predecessor")
+            )
+        prev = row.chain_hash
+        expected = seq + 1
+    rep.verified += verified
+    if verified:
+        rep.head_seq = expected - 1
+        rep.head_hash = prev
+    elif rep.head_hash is None:
+        rep.head_seq = start_seq
+        rep.head_hash = previous_hash
+    return rep

@@ -1,0 +1,26 @@
+"""Shared route dependencies: the store and settings of the running app."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from agentledger.server._settings import Settings
+from agentledger.server._store.base import LedgerStore
+
+__all__ = ["SettingsDep", "StoreDep"]
+
+
+def _store(request: Request) -> LedgerStore:
+    store: LedgerStore = request.app.state.store
+    return store
+
+
+def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+StoreDep = Annotated[LedgerStore, Depends(_store)]
+SettingsDep = Annotated[Settings, Depends(_settings)]

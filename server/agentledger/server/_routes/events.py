@@ -1,0 +1,282 @@
+"""Event routes: write one, write a batch, list with cursor paging, get, why, impact.
+
+Lineage routes (``/{event_id}``, ``/why``, ``/impact``) are registered by ``create_app`` after
+every fixed path under ``/v1/events/`` (``chain``, ``export``, ``import``, ``at``...), so those
+never parse as an event id.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+from uuid import UUID
+
+from fastapi import APIRouter, HTTPException, Query, Response
+
+from agentledger.server._auth import ReadPrincipal, WritePrincipal
+from agentledger.server._http import StrictJSONRoute, json_response
+from agentledger.server._ingest import (
+    ItemError,
+    PreparedEvent,
+    format_ts,
+    now_ts,
+    parse_ts,
+    prepare,
+    validate_item,
+)
+from agentledger.server._routes._deps import SettingsDep, StoreDep
+from agentledger.server._schemas import (
+    AGENT_PATTERN,
+    BatchIn,
+    BatchResult,
+    EventIn,
+    EventOut,
+    ImpactOut,
+    LogResultOut,
+    WhyOut,
+)
+
+__all__ = ["lineage_router", "router"]
+
+router = APIRouter(prefix="/v1/events", tags=["events"], route_class=StrictJSONRoute)
+lineage_router = APIRouter(prefix="/v1/events", tags=["lineage"], route_class=StrictJSONRoute)
+
+AgentQuery = Annotated[str, Query(pattern=AGENT_PATTERN, max_length=255)]
+
+
+def _log_result(outcome: Any) -> dict[str, Any]:
+    return {
+        "event_id": outcome.event_id,
+        "timestamp": outcome.timestamp,
+        "sequence_no": outcome.sequence_no,
+        "checksum": outcome.checksum,
+        "chain_hash": outcome.chain_hash,
+        "indexed": False,
+        "index_status": "skipped",
+        "duplicate": outcome.duplicate,
+    }
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=LogResultOut,
+    responses={
+        200: {"description": "duplicate: the stored event", "model": LogResultOut},
+        409: {"description": "event_id or idempotency_key reused with a different body"},
+    },
+)
+def log_event(
+    body: EventIn, principal: WritePrincipal, store: StoreDep, settings: SettingsDep
+) -> Response:
+    """Write one event. A repeated ``event_id``/``idempotency_key`` with the same body returns
+    the stored event with ``duplicate: true`` (200); with a different body, 409."""
+    principal.check_agent(body.agent)
+    try:
+        prepared = prepare(
+            body,
+            max_depth=settings.max_json_depth,
+            patterns=settings.redact_patterns,
+            received_at=now_ts(),
+        )
+    except ItemError as error:
+        raise HTTPException(error.status, error.as_fastapi_detail()) from None
+    (outcome,) = store.append([prepared])
+    if not outcome.ok:
+        raise HTTPException(outcome.status, outcome.error)
+    return json_response(_log_result(outcome), outcome.status)
+
+
+@router.post("/batch", response_model=BatchResult)
+def log_batch(
+    body: BatchIn, principal: WritePrincipal, store: StoreDep, settings: SettingsDep
+) -> Response:
+    """Write up to 500 events in order; each item succeeds or fails alone (per-item errors).
+
+    An item's ``parent_index`` names an earlier item of the batch, which must succeed."""
+    if len(body.events) > settings.max_batch_items:
+        raise HTTPException(
+            422,
+            [
+                {
+                    "loc": ["body", "events"],
+                    "msg": f"at most {settings.max_batch_items} items per batch",
+                    "type": "too_long",
+                }
+            ],
+        )
+    received = now_ts()
+    results: list[dict[str, Any] | None] = [None] * len(body.events)
+    to_store: list[PreparedEvent] = []
+    store_pos: dict[int, int] = {}
+    positions: list[int] = []
+    for index, raw in enumerate(body.events):
+        try:
+            item = validate_item(raw)
+            if item.agent != principal.agent and principal.agent is not None:
+                raise ItemError(403, f"agent: this key is bound to agent {principal.agent!r}")
+            parent_index = item.parent_index
+            if parent_index is not None:
+                if item.parent_id is not None:
+                    raise ItemError(422, "parent_index: give parent_id or parent_index, not both")
+                if parent_index >= index:
+                    raise ItemError(422, f"parent_index: must name an earlier item (< {index})")
+                if parent_index not in store_pos:
+                    raise ItemError(422, f"parent_index: item {parent_index} was not written")
+            prepared = prepare(
+                item,
+                max_depth=settings.max_json_depth,
+                patterns=settings.redact_patterns,
+                received_at=received,
+                parent_index=parent_index,
+            )
+            if parent_index is not None:
+                prepared.parent_index = store_pos[parent_index]
+        except ItemError as error:
+            results[index] = {
+                "index": index,
+                "ok": False,
+                "status": error.status,
+                "error": f"events.{index}.{error.detail}",
+                "duplicate": False,
+            }
+            continue
+        store_pos[index] = len(to_store)
+        to_store.append(prepared)
+        positions.append(index)
+    outcomes = store.append(to_store)
+    for index, outcome in zip(positions, outcomes, strict=True):
+        entry: dict[str, Any] = {"index": index, "ok": outcome.ok, "duplicate": outcome.duplicate}
+        if outcome.ok:
+            entry.update(
+                event_id=outcome.event_id,
+                sequence_no=outcome.sequence_no,
+                timestamp=outcome.timestamp,
+                checksum=outcome.checksum,
+                chain_hash=outcome.chain_hash,
+            )
+        else:
+            entry.update(status=outcome.status, error=f"events.{index}.{outcome.error}")
+        results[index] = entry
+    final = [r for r in results if r is not None]
+    written = sum(1 for r in final if r["ok"] and not r["duplicate"])
+    duplicates = sum(1 for r in final if r["duplicate"])
+    failed = sum(1 for r in final if not r["ok"])
+    return json_response(
+        {"written": written, "failed": failed, "duplicates": duplicates, "results": final}
+    )
+
+
+def _parse_cursor(cursor: str) -> tuple[str, int]:
+    ts, sep, seq = cursor.rpartition("|")
+    try:
+        if not sep:
+            raise ValueError("no '|'")
+        return parse_ts(ts), int(seq)
+    except ValueError:
+        raise HTTPException(
+            422,
+            [
+                {
+                    "loc": ["query", "cursor"],
+                    "msg": "cursor must be '<timestamp>|<sequence_no>' of the last row seen",
+                    "type": "value_error",
+                }
+            ],
+        ) from None
+
+
+@router.get("", response_model=list[EventOut])
+def list_events(
+    principal: ReadPrincipal,
+    store: StoreDep,
+    agent: AgentQuery,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    before: datetime | None = None,
+    after: datetime | None = None,
+    event_type: Annotated[str | None, Query(min_length=1, max_length=255)] = None,
+    session_id: Annotated[str | None, Query(max_length=255)] = None,
+    cursor: Annotated[str | None, Query(max_length=128)] = None,
+) -> Response:
+    """Events of one agent, newest first by ``(timestamp, sequence_no)``.
+
+    ``cursor`` = ``"<timestamp>|<sequence_no>"`` of the last row seen: the next page holds
+    strictly older rows, so paging is stable while writes continue."""
+    principal.check_agent(agent)
+    rows = store.list_events(
+        agent,
+        limit=limit,
+        offset=offset,
+        before=format_ts(before) if before else None,
+        after=format_ts(after) if after else None,
+        event_type=event_type,
+        session_id=session_id,
+        cursor=_parse_cursor(cursor) if cursor else None,
+    )
+    return json_response(rows)
+
+
+def _visible(event: dict[str, Any] | None, principal: ReadPrincipal, event_id: UUID) -> None:
+    if event is None or (principal.agent is not None and event["agent"] != principal.agent):
+        raise HTTPException(404, f"event_id: no event {event_id}")
+
+
+@lineage_router.get("/{event_id}", response_model=EventOut)
+def get_event(event_id: UUID, principal: ReadPrincipal, store: StoreDep) -> Response:
+    """One event with its checksum and chain fields."""
+    event = store.get_event(str(event_id))
+    _visible(event, principal, event_id)
+    return json_response(event)
+
+
+@lineage_router.get("/{event_id}/why", response_model=WhyOut)
+def why(
+    event_id: UUID,
+    principal: ReadPrincipal,
+    store: StoreDep,
+    depth: Annotated[int, Query(ge=0, le=10_000)] = 10,
+) -> Response:
+    """The causal chain (root first, this event last), following ``parent_id`` up to ``depth``
+    hops in one recursive query. A parent not stored (yet) is reported as ``missing_parent``."""
+    result = store.why(str(event_id), depth=depth, agent_scope=principal.agent)
+    if result is None or (
+        principal.agent is not None and result.chain[-1]["agent"] != principal.agent
+    ):
+        raise HTTPException(404, f"event_id: no event {event_id}")
+    orphan = result.missing_parent is not None
+    return json_response(
+        {
+            "event_id": str(event_id),
+            "chain_length": len(result.chain),
+            "chain": result.chain,
+            "chain_complete": not (orphan or result.depth_truncated),
+            "orphan": orphan,
+            "depth_truncated": result.depth_truncated,
+            "scoped_agent_limited": result.scoped_agent_limited,
+            "missing_parent": result.missing_parent,
+        }
+    )
+
+
+@lineage_router.get("/{event_id}/impact", response_model=ImpactOut)
+def impact(
+    event_id: UUID,
+    principal: ReadPrincipal,
+    store: StoreDep,
+    limit: Annotated[int, Query(ge=1, le=100_000)] = 10_000,
+) -> Response:
+    """Every descendant of the event (the mirror of why), oldest first, up to ``limit``."""
+    anchor = store.get_event(str(event_id))
+    _visible(anchor, principal, event_id)
+    page = store.impact(str(event_id), limit=limit, agent_scope=principal.agent)
+    if page is None:
+        raise HTTPException(404, f"event_id: no event {event_id}")
+    return json_response(
+        {
+            "event_id": str(event_id),
+            "count": len(page.events),
+            "events": page.events,
+            "truncated": page.truncated,
+        }
+    )

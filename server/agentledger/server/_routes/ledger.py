@@ -1,0 +1,213 @@
+"""Ledger-wide routes: chain verification, NDJSON export, import."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from typing import Annotated, Any
+
+import orjson
+from fastapi import APIRouter, HTTPException, Query, Response
+from fastapi.responses import StreamingResponse
+
+from agentledger.server._auth import ReadPrincipal, WritePrincipal
+from agentledger.server._chain import ChainReport, verify_rows
+from agentledger.server._http import StrictJSONRoute, json_response
+from agentledger.server._ingest import ItemError, PreparedEvent, now_ts, prepare, validate_item
+from agentledger.server._routes._deps import SettingsDep, StoreDep
+from agentledger.server._schemas import AGENT_PATTERN, ChainReportOut, ImportIn, ImportResult
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1/events", tags=["ledger"], route_class=StrictJSONRoute)
+
+AgentQuery = Annotated[str, Query(pattern=AGENT_PATTERN, max_length=255)]
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+#: Namespace of import ids when events are renamed to another agent (uuid5, deterministic, so a
+#: re-run maps to the same ids and returns duplicates).
+IMPORT_NAMESPACE = uuid.UUID("6f1d4a52-8c0e-4d8e-9a51-2b7f0c3e9d11")
+
+# Export fields that describe the stored copy, not the event: ignored on import.
+_STORED_ONLY = {"sequence_no", "checksum", "chain_hash", "received_at", "erased", "indexed"}
+
+
+def _query_error(field: str, message: str) -> HTTPException:
+    return HTTPException(422, [{"loc": ["query", field], "msg": message, "type": "value_error"}])
+
+
+@router.get("/chain", response_model=ChainReportOut)
+def verify_chain(
+    principal: ReadPrincipal,
+    store: StoreDep,
+    agent: AgentQuery,
+    after_seq: Annotated[str | None, Query(max_length=20)] = None,
+    anchor: Annotated[str | None, Query(max_length=64)] = None,
+) -> Response:
+    """Verify the agent's hash chain and pinpoint each problem.
+
+    ``after_seq`` + ``anchor`` (a ``chain_head`` saved earlier) verify only what came after it
+    and detect a truncated tail. An empty ``after_seq=`` (sent by zizkadb-sdk 0.5.0 when only
+    ``anchor`` is given) counts as absent."""
+    principal.check_agent(agent)
+    start: int | None = None
+    if after_seq:
+        try:
+            start = int(after_seq)
+        except ValueError:
+            raise _query_error("after_seq", "after_seq must be a non-negative integer") from None
+        if start < 0:
+            raise _query_error("after_seq", "after_seq must be a non-negative integer")
+    anchor = anchor or None
+    if anchor is not None and not _HEX64.match(anchor):
+        raise _query_error("anchor", "anchor must be a chain_hash (64 lowercase hex digits)")
+    report = ChainReport()
+    start_seq, previous = 0, None
+    if anchor is not None or start:
+        row = None
+        if start:
+            row = store.chain_row_at(agent, start)
+        elif anchor is not None:
+            row = store.chain_row_by_hash(agent, anchor)
+        if row is None:
+            report.problems.append(
+                {
+                    "kind": "truncated_after_anchor",
+                    "event_id": None,
+                    "sequence_no": start,
+                    "detail": "the anchored event is gone: the chain ends before the anchor",
+                }
+            )
+        elif anchor is not None and row.chain_hash != anchor:
+            report.problems.append(
+                {
+                    "kind": "anchor_mismatch",
+                    "event_id": row.event_id,
+                    "sequence_no": row.sequence_no,
+                    "detail": "the event at the anchor's sequence_no has another chain_hash",
+                }
+            )
+            start_seq, previous = row.sequence_no, row.chain_hash
+        else:
+            start_seq, previous = row.sequence_no, row.chain_hash
+    verify_rows(
+        store.chain_rows(agent, after_seq=start_seq),
+        store.hasher,
+        start_seq=start_seq,
+        previous_hash=previous,
+        report=report,
+    )
+    head = store.chain_head(agent)
+    if head is not None and report.head_seq < head[0]:
+        report.problems.append(
+            {
+                "kind": "missing_or_reordered",
+                "event_id": None,
+                "sequence_no": report.head_seq + 1,
+                "detail": "rows at the end of the chain are missing (the agent head is further)",
+            }
+        )
+    return json_response(report.as_dict(agent))
+
+
+@router.get(
+    "/export",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/x-ndjson": {}}}},
+)
+def export_events(principal: ReadPrincipal, store: StoreDep, agent: AgentQuery) -> Response:
+    """Every event of the agent as NDJSON, oldest first, streamed in bounded memory."""
+    principal.check_agent(agent)
+    return StreamingResponse(store.export_lines(agent), media_type="application/x-ndjson")
+
+
+@router.post("/import", response_model=ImportResult)
+def import_events(
+    body: ImportIn, principal: WritePrincipal, store: StoreDep, settings: SettingsDep
+) -> Response:
+    """Import export lines (oldest first): original timestamps kept, parents remapped, fresh
+    checksums and chain links. Renaming to ``agent`` maps ids deterministically (uuid5), so a
+    re-run returns duplicates, never copies; a parent found neither in the import nor in the
+    ledger is dropped (``parents_dropped``)."""
+    received = now_ts()
+    errors: list[dict[str, Any]] = []
+    prepared: list[PreparedEvent] = []
+    id_map: dict[str, str] = {}
+    parents_dropped = 0
+    pending: list[tuple[int, PreparedEvent, str | None]] = []
+    for index, line in enumerate(body.events):
+        try:
+            fields = {k: v for k, v in line.items() if k not in _STORED_ONLY}
+            original_agent = fields.get("agent")
+            if body.agent is not None:
+                fields["agent"] = body.agent
+            original_id = fields.get("event_id")
+            if original_id is None:
+                raise ItemError(422, "event_id: required on import lines")
+            item = validate_item(fields)
+            principal.check_agent(item.agent)
+            new_id = str(item.event_id)
+            if body.agent is not None and body.agent != original_agent:
+                new_id = str(uuid.uuid5(IMPORT_NAMESPACE, f"{body.agent}/{item.event_id}"))
+            id_map[str(item.event_id)] = new_id
+            parent = str(item.parent_id) if item.parent_id is not None else None
+            item = item.model_copy(update={"event_id": uuid.UUID(new_id), "parent_id": None})
+            pending.append(
+                (
+                    index,
+                    prepare(
+                        item,
+                        max_depth=settings.max_json_depth,
+                        patterns=settings.redact_patterns,
+                        received_at=received,
+                    ),
+                    parent,
+                )
+            )
+        except ItemError as error:
+            errors.append({"index": index, "detail": error.detail})
+        except HTTPException as error:
+            errors.append({"index": index, "detail": str(error.detail)})
+    for _index, event, parent in pending:
+        if parent is not None:
+            mapped = id_map.get(parent)
+            if mapped is None:
+                renamed = (
+                    str(uuid.uuid5(IMPORT_NAMESPACE, f"{body.agent}/{parent}"))
+                    if body.agent
+                    else None
+                )
+                if renamed and store.get_event(renamed) is not None:
+                    mapped = renamed
+                elif store.get_event(parent) is not None:
+                    mapped = parent
+            if mapped is None:
+                parents_dropped += 1
+            event.parent_id = mapped
+        prepared.append(event)
+    # The fingerprint must cover the resolved parent, so a re-run compares like with like.
+    for event in prepared:
+        event.fingerprint = _refingerprint(event)
+    outcomes = store.append(prepared)
+    imported = duplicates = 0
+    for (index, _event, _parent), outcome in zip(pending, outcomes, strict=True):
+        if outcome.ok and outcome.duplicate:
+            duplicates += 1
+        elif outcome.ok:
+            imported += 1
+        else:
+            errors.append({"index": index, "detail": outcome.error})
+    return json_response(
+        {
+            "imported": imported,
+            "duplicates": duplicates,
+            "failed": len(errors),
+            "parents_dropped": parents_dropped,
+            "errors": sorted(errors, key=lambda e: e["index"]),
+        }
+    )
+
+
+def _refingerprint(event: PreparedEvent) -> str:
+    return hashlib.sha256(orjson.dumps([event.fingerprint, event.parent_id])).hexdigest()

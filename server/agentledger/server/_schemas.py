@@ -1,0 +1,273 @@
+"""Request and response models: the wire names of ``wire-contract.md``.
+
+Request models forbid unknown fields (422 naming the field). Response models document the
+shapes in ``/openapi.json``; hot routes return pre-serialized JSON with the same shape.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AGENT_PATTERN",
+    "AgentInfo",
+    "BatchIn",
+    "BatchItemIn",
+    "BatchItemResult",
+    "BatchResult",
+    "ChainHead",
+    "ChainProblem",
+    "ChainReportOut",
+    "EventIn",
+    "EventOut",
+    "ImpactOut",
+    "ImportIn",
+    "ImportResult",
+    "KeyCreateIn",
+    "KeyCreated",
+    "KeyInfo",
+    "LogResultOut",
+    "SessionEventsOut",
+    "SessionInfo",
+    "WhyOut",
+]
+
+#: Agent names (wire contract, "Event object").
+AGENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$"
+
+AgentName = Annotated[str, Field(pattern=AGENT_PATTERN, min_length=1, max_length=255)]
+EventType = Annotated[str, Field(min_length=1, max_length=255)]
+SessionId = Annotated[str, Field(max_length=255)]
+IdempotencyKey = Annotated[str, Field(min_length=1, max_length=255)]
+Importance = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+
+
+class EventIn(BaseModel):
+    """One event to write (POST ``/v1/events``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: AgentName
+    event: EventType
+    data: dict[str, Any]
+    parent_id: UUID | None = None
+    session_id: SessionId | None = None
+    metadata: dict[str, Any] | None = None
+    idempotency_key: IdempotencyKey | None = None
+    supersedes: UUID | None = None
+    importance: Importance | None = None
+    event_id: UUID | None = Field(
+        default=None, description="client-supplied id (UUIDv7 recommended); generated if absent"
+    )
+    timestamp: datetime | None = Field(
+        default=None, description="event time (ISO-8601; naive means UTC); server clock if absent"
+    )
+
+
+class BatchItemIn(EventIn):
+    """A batch item: an event plus ``parent_index`` (an earlier item of the same batch)."""
+
+    parent_index: Annotated[int, Field(ge=0, le=499)] | None = None
+
+
+class BatchIn(BaseModel):
+    """POST ``/v1/events/batch``: up to 500 items, written in order, validated one by one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    events: Annotated[
+        list[dict[str, Any]],
+        Field(
+            min_length=1,
+            max_length=500,
+            description="items shaped like BatchItemIn; a bad item fails alone",
+            json_schema_extra={"items": {"$ref": "#/components/schemas/BatchItemIn"}},
+        ),
+    ]
+
+
+class ImportIn(BaseModel):
+    """POST ``/v1/events/import``: export lines, optionally renamed to ``agent``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    events: Annotated[list[dict[str, Any]], Field(max_length=10_000)]
+    agent: AgentName | None = None
+
+
+class LogResultOut(BaseModel):
+    """Response of POST ``/v1/events``."""
+
+    event_id: str
+    timestamp: str
+    sequence_no: int
+    checksum: str
+    chain_hash: str
+    indexed: bool = False
+    index_status: str = "skipped"
+    duplicate: bool = False
+
+
+class BatchItemResult(BaseModel):
+    """One batch item's outcome."""
+
+    index: int
+    ok: bool
+    event_id: str | None = None
+    sequence_no: int | None = None
+    timestamp: str | None = None
+    checksum: str | None = None
+    chain_hash: str | None = None
+    duplicate: bool = False
+    status: int | None = None
+    error: str | None = None
+
+
+class BatchResult(BaseModel):
+    """Response of POST ``/v1/events/batch``."""
+
+    written: int
+    failed: int
+    duplicates: int = 0
+    results: list[BatchItemResult]
+
+
+class EventOut(BaseModel):
+    """A stored event."""
+
+    event_id: str
+    agent: str
+    sequence_no: int
+    timestamp: str
+    received_at: str
+    event: str
+    data: dict[str, Any]
+    parent_id: str | None = None
+    session_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    supersedes: str | None = None
+    importance: float | None = None
+    idempotency_key: str | None = None
+    checksum: str | None = None
+    chain_hash: str
+    erased: bool = False
+
+
+class WhyOut(BaseModel):
+    """GET ``/v1/events/{id}/why``: the causal chain, root first, the asked event last."""
+
+    event_id: str
+    chain_length: int
+    chain: list[EventOut]
+    chain_complete: bool
+    orphan: bool
+    depth_truncated: bool
+    scoped_agent_limited: bool
+    missing_parent: str | None = None
+
+
+class ImpactOut(BaseModel):
+    """GET ``/v1/events/{id}/impact``: every descendant of the event."""
+
+    event_id: str
+    count: int
+    events: list[EventOut]
+    truncated: bool
+
+
+class SessionInfo(BaseModel):
+    """One row of GET ``/v1/sessions``."""
+
+    session_id: str
+    event_count: int
+    event_types: list[str]
+    started_at: str
+    ended_at: str
+    agents: list[str]
+
+
+class SessionEventsOut(BaseModel):
+    """GET ``/v1/sessions/{sid}/events``: replay, oldest first."""
+
+    session_id: str
+    events: list[EventOut]
+
+
+class AgentInfo(BaseModel):
+    """One row of GET ``/v1/agents``."""
+
+    agent: str
+    first_seen: str
+    last_seen: str
+    event_count: int
+
+
+class ChainProblem(BaseModel):
+    """One verification finding."""
+
+    kind: str
+    event_id: str | None
+    sequence_no: int
+    detail: str
+
+
+class ChainHead(BaseModel):
+    """The last link: save it outside the ledger and pass it back as ``anchor``/``after_seq``."""
+
+    sequence_no: int
+    chain_hash: str | None
+
+
+class ChainReportOut(BaseModel):
+    """GET ``/v1/events/chain``."""
+
+    intact: bool
+    summary: str
+    problems: list[ChainProblem]
+    chain_head: ChainHead
+    verified: int
+    erased: int
+
+
+class ImportResult(BaseModel):
+    """POST ``/v1/events/import``."""
+
+    imported: int
+    duplicates: int
+    failed: int
+    parents_dropped: int
+    errors: list[dict[str, Any]]
+
+
+class KeyCreateIn(BaseModel):
+    """POST ``/v1/keys``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[str, Field(min_length=1, max_length=255)]
+    agent: AgentName | None = None
+    scope: Literal["read_write", "read_only"] = "read_write"
+    expires_in_days: Annotated[int, Field(ge=1, le=36_500)] | None = None
+
+
+class KeyInfo(BaseModel):
+    """A key as listed (never the secret)."""
+
+    key_id: str
+    name: str
+    agent: str | None
+    scope: str
+    created_at: str
+    expires_at: str | None
+    revoked_at: str | None = None
+    prefix: str
+
+
+class KeyCreated(KeyInfo):
+    """A new key: ``key`` is the raw secret, shown this once."""
+
+    key: str

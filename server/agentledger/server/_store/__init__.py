@@ -1,0 +1,37 @@
+"""Ledger stores: the interface (:mod:`.base`) and the SQLite implementation (:mod:`.sqlite`)."""
+
+from __future__ import annotations
+
+import importlib
+
+from agentledger.server._store.base import (
+    AppendOutcome,
+    EventPage,
+    KeyRecord,
+    LedgerStore,
+    WhyResult,
+)
+
+__all__ = ["AppendOutcome", "EventPage", "KeyRecord", "LedgerStore", "WhyResult", "open_store"]
+
+
+def open_store(db: str, *, chain_key: str | None = None) -> LedgerStore:
+    """Open (and migrate) the store named by ``db``.
+
+    Args:
+        db: a file path or ``sqlite:///`` URL (SQLite), or a ``postgresql://`` URL.
+        chain_key: HMAC key for chain links, ``None`` for SHA-256.
+
+    Raises:
+        ValueError: an unsupported URL scheme (PostgreSQL lands in its own issue).
+    """
+    if db.startswith(("postgresql://", "postgresql+", "postgres://")):
+        try:
+            module = importlib.import_module("agentledger.server._store.postgres")
+        except ImportError as error:
+            raise ValueError(f"the PostgreSQL store is not available: {error}") from None
+        store: LedgerStore = module.PostgresStore(db, chain_key=chain_key)
+        return store
+    from agentledger.server._store.sqlite import SQLiteStore
+
+    return SQLiteStore(db, chain_key=chain_key)

@@ -1,0 +1,84 @@
+"""SQLAlchemy Core tables shared by the SQL stores (the migrations create exactly these)."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Column,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+__all__ = ["agents", "api_keys", "events", "ledger_meta", "metadata"]
+
+metadata = MetaData()
+
+#: One row per event. ``record`` is the canonical JSON (RFC 8785) that the checksum and chain
+#: hash cover; the other columns index it. A forget tombstone keeps ``sequence_no`` and
+#: ``chain_hash`` and sets ``record``/``checksum`` to NULL.
+events = Table(
+    "events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("event_id", String(36), nullable=False, unique=True),
+    Column("agent", String(255), nullable=False),
+    Column("sequence_no", Integer, nullable=False),
+    Column("timestamp", String(32), nullable=False),
+    Column("received_at", String(32), nullable=False),
+    Column("event", String(255), nullable=True),
+    Column("parent_id", String(36), nullable=True),
+    Column("session_id", String(255), nullable=True),
+    Column("supersedes", String(36), nullable=True),
+    Column("importance", Float, nullable=True),
+    Column("idempotency_key", String(255), nullable=True),
+    Column("fingerprint", String(64), nullable=True),
+    Column("record", LargeBinary, nullable=True),
+    Column("checksum", String(64), nullable=True),
+    Column("chain_hash", String(64), nullable=False),
+    UniqueConstraint("agent", "sequence_no", name="uq_events_agent_seq"),
+    UniqueConstraint("agent", "idempotency_key", name="uq_events_agent_idem"),
+    Index("ix_events_parent", "parent_id"),
+    Index("ix_events_agent_ts", "agent", "timestamp", "sequence_no"),
+    Index("ix_events_session_ts", "session_id", "timestamp"),
+)
+
+#: Per-agent chain head and counters, updated in the same transaction as the events.
+agents = Table(
+    "agents",
+    metadata,
+    Column("agent", String(255), primary_key=True),
+    Column("last_seq", Integer, nullable=False),
+    Column("last_hash", String(64), nullable=False),
+    Column("event_count", Integer, nullable=False),
+    Column("first_seen", String(32), nullable=False),
+    Column("last_seen", String(32), nullable=False),
+)
+
+#: API keys: only the SHA-256 of the secret is stored.
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("key_id", String(64), primary_key=True),
+    Column("name", String(255), nullable=False),
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("prefix", String(16), nullable=False),
+    Column("agent", String(255), nullable=True),
+    Column("scope", String(16), nullable=False),
+    Column("created_at", String(32), nullable=False),
+    Column("expires_at", String(32), nullable=True),
+    Column("revoked_at", String(32), nullable=True),
+)
+
+#: Server facts that must not change silently (e.g. the chain mode).
+ledger_meta = Table(
+    "ledger_meta",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)

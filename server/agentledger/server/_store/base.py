@@ -1,0 +1,204 @@
+"""The store interface every backend implements (SQLite now, PostgreSQL in its own issue).
+
+Routes talk only to :class:`LedgerStore`. A backend owns its schema and migrations, the
+serialized write path (per-agent gapless ``sequence_no`` and chain links assigned inside one
+transaction), and the recursive lineage queries. Events cross this boundary as plain dicts in
+wire shape (see ``EventOut`` in ``_schemas``) or as pre-serialized JSON bytes for streaming.
+
+Query features of issue 3 (search, baselines, at, forget, memory context) extend this class
+with further abstract methods; ``forget`` must keep tombstones (``record`` ``None``) so
+:func:`agentledger.server._chain.verify_rows` still passes.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentledger.server._chain import ChainHasher, ChainRow
+from agentledger.server._ingest import PreparedEvent
+
+__all__ = ["AppendOutcome", "EventPage", "KeyRecord", "LedgerStore", "WhyResult"]
+
+
+@dataclass(slots=True)
+class AppendOutcome:
+    """The outcome of one item of :meth:`LedgerStore.append`.
+
+    ``status`` is 201 (written), 200 (duplicate), or an error status (409 conflict, 422 bad
+    ``parent_index``) with ``error`` naming the field.
+    """
+
+    ok: bool
+    status: int
+    event_id: str | None = None
+    sequence_no: int | None = None
+    timestamp: str | None = None
+    checksum: str | None = None
+    chain_hash: str | None = None
+    duplicate: bool = False
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class EventPage:
+    """Events as wire dicts plus whether more exist beyond the limit."""
+
+    events: list[dict[str, Any]]
+    truncated: bool = False
+
+
+@dataclass(slots=True)
+class WhyResult:
+    """The causal chain of an event, root first, the asked event last."""
+
+    chain: list[dict[str, Any]]
+    depth_truncated: bool = False
+    missing_parent: str | None = None
+    scoped_agent_limited: bool = False
+
+
+@dataclass(slots=True)
+class KeyRecord:
+    """An API key as stored: only the SHA-256 of the secret."""
+
+    key_id: str
+    name: str
+    key_hash: str
+    prefix: str
+    agent: str | None
+    scope: str
+    created_at: str
+    expires_at: str | None
+    revoked_at: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class LedgerStore(abc.ABC):
+    """A ledger backend. All methods are synchronous and thread-safe.
+
+    Routes run them in the server's thread pool; a backend serializes its own writers.
+    """
+
+    hasher: ChainHasher
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release connections."""
+
+    @abc.abstractmethod
+    def ping(self) -> None:
+        """Raise if the database cannot answer (used by ``/health``)."""
+
+    # -- writes ------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def append(
+        self, items: Sequence[PreparedEvent], *, keep_received_at: Sequence[str | None] = ()
+    ) -> list[AppendOutcome]:
+        """Write items in order, one transaction, each either fully written or not at all.
+
+        A client ``event_id`` or ``(agent, idempotency_key)`` seen before returns the stored
+        event (``duplicate``) when the fingerprint matches, else a 409 outcome. A
+        ``parent_index`` names an earlier item; it must have succeeded.
+
+        Args:
+            items: prepared events (see :func:`agentledger.server._ingest.prepare`).
+            keep_received_at: per item, a ``received_at`` to store instead of the clock
+                (import keeps the original); empty means the clock for all.
+        """
+
+    # -- reads -------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def get_event(self, event_id: str) -> dict[str, Any] | None:
+        """One event in wire shape, or ``None``."""
+
+    @abc.abstractmethod
+    def list_events(
+        self,
+        agent: str,
+        *,
+        limit: int,
+        offset: int = 0,
+        before: str | None = None,
+        after: str | None = None,
+        event_type: str | None = None,
+        session_id: str | None = None,
+        cursor: tuple[str, int] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Newest first by ``(timestamp, sequence_no)``; ``cursor`` excludes rows not older."""
+
+    @abc.abstractmethod
+    def why(self, event_id: str, *, depth: int, agent_scope: str | None) -> WhyResult | None:
+        """Ancestors of an event by one recursive query; ``None`` if the event is unknown.
+
+        ``depth`` is the number of ancestor hops to follow. With ``agent_scope`` the walk stops
+        at the first ancestor of another agent (``scoped_agent_limited``).
+        """
+
+    @abc.abstractmethod
+    def impact(self, event_id: str, *, limit: int, agent_scope: str | None) -> EventPage | None:
+        """Every descendant (recursive over ``parent_id``), oldest first; ``None`` if unknown."""
+
+    @abc.abstractmethod
+    def sessions(self, agent: str | None, *, limit: int) -> list[dict[str, Any]]:
+        """Sessions, most recently ended first."""
+
+    @abc.abstractmethod
+    def session_events(
+        self, session_id: str, *, agent: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        """Events of a session, oldest first (replay)."""
+
+    @abc.abstractmethod
+    def agents(self, *, agent: str | None = None) -> list[dict[str, Any]]:
+        """``[{agent, first_seen, last_seen, event_count}]``; one agent when given."""
+
+    @abc.abstractmethod
+    def export_lines(self, agent: str, *, page_size: int = 2000) -> Iterator[bytes]:
+        """NDJSON lines (with trailing newline), oldest first, in bounded memory."""
+
+    # -- chain -------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def chain_rows(self, agent: str, *, after_seq: int = 0) -> Iterator[ChainRow]:
+        """Stored rows of ``agent`` with ``sequence_no > after_seq``, ascending."""
+
+    @abc.abstractmethod
+    def chain_head(self, agent: str) -> tuple[int, str] | None:
+        """``(last sequence_no, last chain_hash)`` as recorded by the writer, or ``None``."""
+
+    @abc.abstractmethod
+    def chain_row_at(self, agent: str, sequence_no: int) -> ChainRow | None:
+        """The row at ``sequence_no``."""
+
+    @abc.abstractmethod
+    def chain_row_by_hash(self, agent: str, chain_hash: str) -> ChainRow | None:
+        """The row whose stored link is ``chain_hash``."""
+
+    # -- keys --------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def create_key(self, key: KeyRecord) -> None:
+        """Store a new key."""
+
+    @abc.abstractmethod
+    def key_by_hash(self, key_hash: str) -> KeyRecord | None:
+        """Look a key up by the SHA-256 of its secret."""
+
+    @abc.abstractmethod
+    def list_keys(self) -> list[KeyRecord]:
+        """Every key, revoked ones included."""
+
+    @abc.abstractmethod
+    def revoke_key(self, key_id: str, *, at: str) -> bool:
+        """Revoke; ``False`` when no such active key."""
+
+    @abc.abstractmethod
+    def count_active_keys(self) -> int:
+        """Keys neither revoked nor expired (decides whether a non-loopback bind may start)."""

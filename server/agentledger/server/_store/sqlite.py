@@ -1,0 +1,119 @@
+"""The embedded default store: one SQLite file in WAL mode.
+
+* Connections come from a SQLAlchemy pool; every connection sets ``journal_mode=WAL``,
+  ``synchronous=NORMAL`` (durable across process crashes; the last transactions may be lost on
+  power loss, as with any WAL database in NORMAL mode), ``busy_timeout`` and
+  ``foreign_keys=OFF``. Statements run in driver autocommit; the writer opens
+  ``BEGIN IMMEDIATE`` itself, so readers never block it and only one writer runs.
+* One writer path: a process-wide lock plus ``BEGIN IMMEDIATE`` (which also serializes
+  writers of other processes on the same file), so per-agent ``sequence_no`` stays gapless.
+* Alembic migrations shipped in the package (``_migrations/``) are applied when the store opens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import ColumnElement, Connection, create_engine, event, func
+from sqlalchemy.engine.url import make_url
+from sqlalchemy.pool import ConnectionPoolEntry
+
+from agentledger.server._store._sql import SQLStore
+
+__all__ = ["MIGRATIONS_DIR", "SQLiteStore", "sqlite_path"]
+
+#: Alembic script location inside the installed package.
+MIGRATIONS_DIR = Path(__file__).with_name("_migrations")
+
+
+def sqlite_path(db: str) -> str:
+    """The file path named by a path or ``sqlite:///`` URL.
+
+    Raises:
+        ValueError: an in-memory database (WAL and the pool need a file).
+    """
+    database = (make_url(db).database or "") if db.startswith("sqlite:") else db
+    if not database or database == ":memory:":
+        raise ValueError("the SQLite store needs a file path (':memory:' is not supported)")
+    return str(Path(database).expanduser())
+
+
+def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+    dbapi_connection.isolation_level = None  # driver autocommit; the writer BEGINs itself
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA busy_timeout=10000")
+        cursor.execute("PRAGMA foreign_keys=OFF")
+        cursor.execute("PRAGMA cache_size=-65536")
+        cursor.execute("PRAGMA temp_store=MEMORY")
+    finally:
+        cursor.close()
+
+
+def run_migrations(connection: Connection) -> None:
+    """Upgrade the schema to the newest revision shipped in the package."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["connection"] = connection
+    command.upgrade(config, "head")
+
+
+class SQLiteStore(SQLStore):
+    """The SQLite ledger store.
+
+    Args:
+        db: a file path or ``sqlite:///`` URL; the file is created when missing.
+        chain_key: HMAC key for chain links (``None``: SHA-256).
+
+    Raises:
+        ValueError: ``:memory:`` or an empty path.
+    """
+
+    def __init__(self, db: str, *, chain_key: str | None = None) -> None:
+        path = sqlite_path(db)
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            f"sqlite+pysqlite:///{path}",
+            pool_size=8,
+            max_overflow=32,
+            connect_args={"check_same_thread": False, "timeout": 10.0},
+        )
+        event.listen(engine, "connect", _on_connect)
+        super().__init__(engine, chain_key=chain_key)
+        self.path = path
+        self._write_lock = threading.Lock()
+        with self._write_lock, engine.connect() as conn:
+            driver = conn.connection.driver_connection
+            assert driver is not None
+            driver.execute("BEGIN IMMEDIATE")
+            try:
+                run_migrations(conn)
+            except BaseException:
+                driver.execute("ROLLBACK")
+                raise
+            if driver.in_transaction:
+                driver.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def _writer(self) -> Iterator[Connection]:
+        with self._write_lock, self.engine.connect() as conn:
+            driver = conn.connection.driver_connection
+            assert driver is not None
+            driver.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                driver.execute("ROLLBACK")
+                raise
+            driver.execute("COMMIT")
+
+    def _distinct_list(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+        return func.json_group_array(column.distinct())
