@@ -1,0 +1,49 @@
+"""Fixtures for the server suite: an in-process app (httpx ASGITransport) on a fresh SQLite file.
+
+Route tests that need no real socket use ``app_client``; end-to-end tests use the real
+``ledger_server`` / ``server_factory`` fixtures of ``tests/conftest.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from agentledger.server import Settings, create_app
+
+APP_KEY = "app-test-key"
+
+pytestmark = pytest.mark.server
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/server/" in str(item.fspath).replace("\\", "/"):
+            item.add_marker(pytest.mark.server)
+
+
+@pytest.fixture
+def app_db(tmp_path: Path) -> str:
+    return str(tmp_path / "ledger.db")
+
+
+@pytest.fixture
+def app(app_db: str) -> Iterator[FastAPI]:
+    application = create_app(Settings(db=app_db, dev_key=APP_KEY))
+    yield application
+    application.state.store.close()
+
+
+@pytest.fixture
+async def app_client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(
+        transport=transport,
+        base_url="http://ledger.test",
+        headers={"Authorization": f"Bearer {APP_KEY}"},
+    ) as client:
+        yield client
