@@ -51,7 +51,7 @@ class Ledger(BaseLedger):
     :mod:`agentledger.client` (``NotFoundError``, ``TransportError``...).
 
     Args:
-        url: server base URL (env ``AGENTLEDGER_URL``, default ``http://127.0.0.1:8000``).
+        url: server base URL (env ``AGENTLEDGER_URL``, default ``http://127.0.0.1:8765``).
         api_key: bearer key (env ``AGENTLEDGER_API_KEY``; required).
         agent: default agent name of ``log()`` and reads (env ``AGENTLEDGER_AGENT``).
         spill_dir: directory of the disk spill; ``DEFAULT`` = env ``AGENTLEDGER_SPILL_DIR`` or

@@ -6,7 +6,7 @@ construction (style.md point 14).
 ==========================  ==============================  ========================================
 variable                    default                         meaning
 ==========================  ==============================  ========================================
-``AGENTLEDGER_URL``         ``http://127.0.0.1:8000``       base URL of the ledger server
+``AGENTLEDGER_URL``         ``http://127.0.0.1:8765``       base URL of the ledger server
 ``AGENTLEDGER_API_KEY``     none (required)                 bearer key sent as ``Authorization``
 ``AGENTLEDGER_AGENT``       none (required to ``log()``)    agent name events are logged under
 ``AGENTLEDGER_SPILL_DIR``   ``$XDG_CACHE_HOME/agentledger/  directory of the disk spill (NDJSON);
@@ -39,7 +39,7 @@ __all__ = [
     "resolve_url",
 ]
 
-DEFAULT_URL: Final = "http://127.0.0.1:8000"
+DEFAULT_URL: Final = "http://127.0.0.1:8765"
 
 #: Agent names accepted by the server (wire contract, "Event object").
 AGENT_NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
