@@ -522,7 +522,7 @@ class LedgerCallbackHandler(BaseCallbackHandler):
         if run.first_token_s is None:
             run.first_token_s = now
         run.token_count += 1
-        if self._capture_tokens:
+        if self._capture_tokens and token:
             if run.tokens is None:
                 run.tokens = []
             run.tokens.append([round((now - run.started_s) * 1000.0, 3), self._data(token)])

@@ -1,0 +1,125 @@
+"""Offline chat models for the tests (recipes: shared/docs/frameworks.md §1)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+
+USAGE = {"input_tokens": 11, "output_tokens": 4, "total_tokens": 15}
+
+
+class ToolCallingFake(GenericFakeChatModel):
+    """GenericFakeChatModel that accepts ``bind_tools`` (the stock fakes raise there)."""
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ToolCallingFake:  # type: ignore[override]
+        return self
+
+
+def scripted(*replies: AIMessage | str) -> ToolCallingFake:
+    return ToolCallingFake(messages=iter(replies))
+
+
+class EchoModel(BaseChatModel):
+    """Answers ``echo: <last message>`` with usage on ``usage_metadata``; any number of calls."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "echo-model"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        text = f"echo: {messages[-1].text}"
+        reply = AIMessage(content=text, usage_metadata=dict(USAGE))  # type: ignore[arg-type]
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+class StreamingModel(BaseChatModel):
+    """Streams ``words`` one chunk each; the last chunk carries usage when ``with_usage``."""
+
+    words: list[str] = ["streamed", " ", "answer"]
+    with_usage: bool = True
+
+    @property
+    def _llm_type(self) -> str:
+        return "streaming-fake"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        raise NotImplementedError("stream only")
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        for index, word in enumerate(self.words):
+            last = index == len(self.words) - 1
+            usage = USAGE if (last and self.with_usage) else None
+            chunk = ChatGenerationChunk(
+                message=AIMessageChunk(content=word, usage_metadata=usage)  # type: ignore[arg-type]
+            )
+            if run_manager:
+                run_manager.on_llm_new_token(word, chunk=chunk)
+            yield chunk
+
+
+class LegacyUsageModel(BaseChatModel):
+    """Reports usage only in ``llm_output`` (OpenAI's legacy shape), not on the message."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "legacy-usage-fake"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return ChatResult(
+            generations=[ChatGeneration(message=AIMessage(content="legacy"))],
+            llm_output={
+                "token_usage": {
+                    "prompt_tokens": 7,
+                    "completion_tokens": 2,
+                    "prompt_tokens_details": {"cached_tokens": 3},
+                },
+                "model_name": "legacy-1",
+            },
+        )
+
+
+class FailingModel(BaseChatModel):
+    """Raises ``RuntimeError("model is down")`` on every call."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "failing-fake"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        raise RuntimeError("model is down")
