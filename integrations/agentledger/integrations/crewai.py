@@ -1,0 +1,481 @@
+"""CrewAI integration: one event-bus listener that logs a crew's causal tree.
+
+Usage (one line after building the crew)::
+
+    from agentledger.client import Ledger
+    from agentledger.integrations.crewai import instrument_crew
+
+    ledger = Ledger(url="http://127.0.0.1:8000", api_key="...", agent="research-crew")
+    with instrument_crew(crew, ledger):
+        result = crew.kickoff(inputs={"topic": "..."})
+
+Set ``CREWAI_DISABLE_TELEMETRY=true`` and ``OTEL_SDK_DISABLED=true`` (and
+``CREWAI_TRACING_ENABLED=false``) in the environment: otherwise CrewAI's own telemetry tries to
+reach its vendor's host and an offline process waits ~10 s at exit (``shared/docs/
+frameworks.md`` §2).
+
+CrewAI event -> ledger event (vocabulary: ``shared/docs/event-vocabulary.md``):
+
+=============================================  ==============================================
+CrewAI event                                   ledger event (parent)
+=============================================  ==============================================
+``crew_kickoff_started`` / ``_completed`` /    ``step_start kind=crew`` (inputs; a root) /
+``_failed``                                    ``step_end`` (output, ``rollup``) /
+                                               ``step_error`` (its ``step_start``)
+``task_started`` / ``_completed`` /            ``step_start kind=task`` (description, expected
+``_failed``                                    output, agent role) / ``step_end`` (output,
+                                               ``rollup``) / ``step_error``
+``agent_execution_*``, ``lite_agent_*``        ``step_start kind=agent`` / ``step_end`` /
+                                               ``step_error``
+``flow_*``, ``method_execution_*``             ``step_* kind=flow`` / ``kind=flow_method``;
+                                               ``*_paused`` -> ``interrupted``
+``llm_call_started`` / ``_completed`` /        ``llm_start`` (model, trimmed messages) /
+``_failed``                                    ``llm_end`` (text, ``token_usage``) /
+                                               ``llm_error``
+``tool_usage_started`` / ``_finished`` /       ``tool_call`` (tool, args as an object) /
+``_error``                                     ``tool_result`` (result, from_cache,
+                                               duration_ms) / ``tool_error``, per attempt
+``memory_query_*``, ``knowledge_*``            ``step_* kind=memory|knowledge`` plus a
+                                               ``retrieval`` event with the results
+any other CrewAI scope (guardrail, MCP, A2A,   ``step_start`` / ``step_end`` / ``step_error``
+reasoning, evaluation...)                      with ``kind`` from its name
+=============================================  ==============================================
+
+Ids and order. CrewAI gives every event an ``event_id`` and, at emit time, the id of its
+enclosing scope (``parent_event_id``) and of the start it closes (``started_event_id``; model
+calls also share a ``call_id``). The listener derives each ledger ``event_id`` from CrewAI's
+id (UUIDv5 in :data:`EVENT_ID_NAMESPACE`) and each ``parent_id`` from CrewAI's parent id the
+same way, so every link is right whatever order events are handled in (the server accepts a
+parent that has not arrived yet). Handlers are ``async def``: CrewAI runs them on its event
+loop thread in emission order, instead of on its 10-thread pool in no order; the order matters
+only for roll-ups and sessions, never for links.
+
+Token usage appears only on ``llm_end`` (``data.token_usage``). Task and crew closing events
+carry ``data.rollup = {"llm_calls", "llm_calls_without_usage", "token_usage"}``, the sum of the
+model calls below them: a separate, non-additive field (field case H13).
+
+The listener never changes or breaks a run (field case H14): each handler body is guarded
+(:func:`agentledger.client.capture_internal_exceptions`) and counted in
+:attr:`LedgerCrewListener.internal_errors`; it never blocks (the ledger's ``log()`` only
+enqueues). :meth:`LedgerCrewListener.flush` / :meth:`~LedgerCrewListener.close` (and the exit
+hook) wait for CrewAI's pending handlers first (``crewai_event_bus.flush()``), then for the
+ledger.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import datetime as dt
+import importlib
+import inspect
+import pkgutil
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Final, Protocol
+
+try:
+    from crewai.events import BaseEventListener, crewai_event_bus
+    from crewai.events.base_events import BaseEvent
+    from crewai.events.event_bus import CrewAIEventsBus, is_replaying
+except ImportError as error:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "agentledger.integrations.crewai needs CrewAI: pip install 'agentledger[crewai]'"
+    ) from error
+
+from agentledger.client import vocabulary as v
+from agentledger.client._guard import capture_internal_exceptions
+from agentledger.integrations._crewai_events import RULES, Out, Role, Rule
+from agentledger.integrations._crewai_scopes import Scope, ScopeTable
+from agentledger.integrations._crewai_usage import Rollup
+
+__all__ = [
+    "EVENT_ID_NAMESPACE",
+    "LedgerCrewListener",
+    "SupportsLedger",
+    "instrument_crew",
+    "ledger_event_id",
+]
+
+#: UUIDv5 namespace of ledger event ids derived from CrewAI event ids (fixed forever: changing
+#: it would break links between events logged by different versions).
+EVENT_ID_NAMESPACE: Final = uuid.UUID("6f1b7c1e-3c55-5b7e-9d0a-3f2b8c1a4e77")
+
+
+def ledger_event_id(crewai_event_id: str, suffix: str = "") -> str:
+    """The ledger ``event_id`` of a CrewAI event (UUIDv5 string, deterministic).
+
+    Args:
+        crewai_event_id: CrewAI's ``BaseEvent.event_id``.
+        suffix: ``""`` for the main event; a label for an extra event built from the same
+            CrewAI event (e.g. ``"retrieval"``).
+    """
+    name = f"crewai:{crewai_event_id}:{suffix}" if suffix else f"crewai:{crewai_event_id}"
+    return str(uuid.uuid5(EVENT_ID_NAMESPACE, name))
+
+
+def _session_of(root_crewai_id: str) -> str:
+    return str(uuid.uuid5(EVENT_ID_NAMESPACE, f"crewai-session:{root_crewai_id}"))
+
+
+class _HasEventId(Protocol):
+    @property
+    def event_id(self) -> str: ...
+
+
+class SupportsLedger(Protocol):
+    """What the listener needs from a ledger: :class:`agentledger.client.Ledger`.
+
+    ``log`` must not block; it takes the caller-chosen ``event_id`` (a UUID string) and the
+    event ``timestamp`` (timezone-aware datetime). ``flush`` waits up to ``timeout_s`` seconds.
+    """
+
+    def log(
+        self,
+        event: str,
+        data: dict[str, Any],
+        *,
+        session_id: str | None = ...,
+        parent_id: str | None = ...,
+        metadata: dict[str, Any] | None = ...,
+        timestamp: dt.datetime | None = ...,
+        event_id: str | None = ...,
+    ) -> _HasEventId: ...
+
+    def flush(self, timeout_s: float = ...) -> object: ...
+
+
+def _event_classes(types: frozenset[str]) -> list[type[BaseEvent]]:
+    """Every concrete CrewAI event class whose ``type`` is in ``types``.
+
+    The bus dispatches by exact class (subscribing to ``BaseEvent`` catches nothing), so each
+    class of ``crewai.events.types.*`` is found by its ``type`` field's default.
+    """
+    import crewai.events.types as event_types
+
+    found: dict[str, type[BaseEvent]] = {}
+    for module_info in pkgutil.iter_modules(event_types.__path__):
+        module = importlib.import_module(f"{event_types.__name__}.{module_info.name}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if not issubclass(cls, BaseEvent) or cls is BaseEvent:
+                continue
+            fields: Mapping[str, Any] = getattr(cls, "model_fields", {})
+            field = fields.get("type")
+            default = field.default if field is not None else None
+            if isinstance(default, str) and default in types:
+                found[f"{cls.__module__}.{cls.__qualname__}"] = cls
+    return sorted(found.values(), key=lambda cls: cls.__qualname__)
+
+
+class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
+    """Log CrewAI crews, tasks, agents, model calls and tool use to an agentledger ledger.
+
+    Constructing it registers its handlers on CrewAI's global event bus
+    (``crewai_event_bus``, crewai 1.15): it then sees every crew run in the process, or only
+    ``crew``'s runs when one is given. :meth:`close` (or leaving the ``with`` block) removes the
+    handlers again.
+
+    Args:
+        ledger: an :class:`agentledger.client.Ledger` (see :class:`SupportsLedger`).
+        session_id: put every event into this session; default: one session per root (each
+            crew kickoff), its id derived from the kickoff's CrewAI event id.
+        crew: only log runs of this ``crewai.Crew`` (what :func:`instrument_crew` passes).
+        metadata: a JSON object attached as ``metadata`` to every event.
+        max_field_chars: strings longer than this (characters) are cut with a marker naming
+            the original size.
+        max_scopes: open CrewAI scopes tracked at most (bounded memory); the oldest is evicted
+            beyond it.
+        flush_timeout_s: default wait (seconds) of :meth:`flush`, :meth:`close` and the exit
+            hook.
+
+    Raises:
+        ValueError: ``max_field_chars``, ``max_scopes`` or ``flush_timeout_s`` out of range.
+    """
+
+    def __init__(
+        self,
+        ledger: SupportsLedger,
+        *,
+        session_id: str | None = None,
+        crew: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+        max_field_chars: int = 4_000,
+        max_scopes: int = 10_000,
+        flush_timeout_s: float = 10.0,
+    ) -> None:
+        if max_field_chars < 1:
+            raise ValueError("max_field_chars must be >= 1")
+        if flush_timeout_s <= 0:
+            raise ValueError("flush_timeout_s must be > 0")
+        self._ledger = ledger
+        self._session_id = session_id
+        self._crew = crew
+        self._metadata = dict(metadata) if metadata else None
+        self._max_chars = max_field_chars
+        self._flush_timeout_s = flush_timeout_s
+        self._scopes = ScopeTable(max_scopes)
+        self._lock = threading.Lock()
+        self._internal_errors = 0
+        self._registered: list[type[BaseEvent]] = []
+        self._bus: CrewAIEventsBus | None = None
+        self._closed = False
+        super().__init__()  # calls setup_listeners(crewai_event_bus)
+        atexit.register(self._at_exit)
+
+    # ----------------------------------------------------------------- bus plumbing
+
+    def setup_listeners(self, crewai_event_bus: CrewAIEventsBus) -> None:
+        """Register one ``async`` handler per mapped CrewAI event class (called by CrewAI)."""
+        self._bus = crewai_event_bus
+        for cls in _event_classes(frozenset(RULES)):
+            crewai_event_bus.on(cls)(self._on_event)
+            self._registered.append(cls)
+
+    async def _on_event(self, source: Any, event: BaseEvent) -> None:
+        # async on purpose: CrewAI runs async handlers one after another on its loop thread in
+        # emission order. Nothing here awaits, so each event is handled in one loop step.
+        if not is_replaying():  # checkpoint replays re-dispatch events already logged
+            self.handle(source, event)
+
+    def _unregister(self) -> None:
+        bus, self._bus = self._bus, None
+        if bus is None:
+            return
+        for cls in self._registered:
+            bus.off(cls, self._on_event)
+        self._registered = []
+
+    # ----------------------------------------------------------------- public surface
+
+    @property
+    def internal_errors(self) -> int:
+        """Exceptions raised by the listener's own code and swallowed (each logged at ERROR on
+        the ``agentledger`` logger)."""
+        return self._internal_errors
+
+    @property
+    def open_scopes(self) -> int:
+        """CrewAI scopes started and not yet ended (0 after a finished run)."""
+        return len(self._scopes)
+
+    @property
+    def evicted_scopes(self) -> int:
+        """Open scopes dropped because ``max_scopes`` was reached."""
+        return self._scopes.evicted
+
+    def handle(self, source: Any, event: BaseEvent) -> None:
+        """Map one CrewAI event and hand it to the ledger; what the bus handlers call.
+
+        Safe from any thread and in any order (links come from CrewAI's ids); never raises:
+        an exception of the listener's own is logged and counted, and the crew goes on.
+
+        Args:
+            source: the object that emitted the event (crew, task, agent, LLM, tool usage).
+            event: the CrewAI event (``crewai.events.base_events.BaseEvent``).
+        """
+        try:
+            self._handle(source, event)
+        except Exception:
+            with self._lock:
+                self._internal_errors += 1
+            with capture_internal_exceptions(f"crewai.{getattr(event, 'type', '?')}"):
+                raise
+
+    def flush(self, timeout_s: float | None = None) -> object:
+        """Wait for CrewAI's pending event handlers, then for the ledger to send everything.
+
+        Args:
+            timeout_s: overall wait in seconds (default: ``flush_timeout_s``).
+
+        Returns:
+            What the ledger's ``flush`` returned.
+        """
+        budget = self._flush_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + budget
+        crewai_event_bus.flush(timeout=budget)
+        return self._ledger.flush(timeout_s=max(0.0, deadline - time.monotonic()))
+
+    def close(self, timeout_s: float | None = None) -> object:
+        """Unregister the handlers, let already-dispatched events finish, flush the ledger.
+
+        Idempotent. Does not close the ledger (it belongs to the caller).
+
+        Args:
+            timeout_s: overall wait in seconds (default: ``flush_timeout_s``).
+
+        Returns:
+            What the ledger's ``flush`` returned.
+        """
+        self._unregister()
+        with self._lock:
+            self._closed = True
+        atexit.unregister(self._at_exit)
+        return self.flush(timeout_s)
+
+    def __enter__(self) -> LedgerCrewListener:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _at_exit(self) -> None:
+        # Registered after CrewAI's own shutdown hook and (usually) after the ledger's, so it
+        # runs before both (atexit is LIFO): handlers still pending reach the ledger.
+        with capture_internal_exceptions("crewai.at_exit"):
+            self.flush()
+
+    # ----------------------------------------------------------------- mapping
+
+    def _session(self, parent: Scope | None, root_crewai_id: str) -> str:
+        if self._session_id is not None:
+            return self._session_id
+        if parent is not None and parent.session_id is not None:
+            return parent.session_id
+        return _session_of(root_crewai_id)
+
+    def _included_root(self, source: Any, event: BaseEvent) -> bool:
+        """Whether a scope with no known parent belongs to the watched crew (or any)."""
+        if self._crew is None:
+            return True
+        return event.type == "crew_kickoff_started" and (
+            source is self._crew or getattr(source, "id", None) == getattr(self._crew, "id", 0)
+        )
+
+    def _handle(self, source: Any, event: BaseEvent) -> None:
+        rule = RULES.get(event.type)
+        if rule is None:
+            return
+        if rule.role is Role.START:
+            self._handle_start(rule, source, event)
+        elif rule.role is Role.END:
+            self._handle_end(rule, source, event)
+        else:
+            self._handle_point(rule, source, event)
+
+    def _handle_start(self, rule: Rule, source: Any, event: BaseEvent) -> None:
+        parent = self._scopes.get(event.parent_event_id)
+        included = parent.included if parent is not None else self._included_root(source, event)
+        outs = rule.build(source, event, self._max_chars) if included else []
+        main = outs[-1].data if outs else {}
+        name = main.get("name") or main.get("tool") or main.get("model") or rule.kind
+        scope = Scope(
+            crewai_id=event.event_id,
+            session_id=self._session(parent, event.event_id) if included else None,
+            kind=rule.kind,
+            name=str(name),
+            parent=parent,
+            started_at=event.timestamp,
+            rollup=Rollup() if rule.rollup else None,
+            included=included,
+            call_id=getattr(event, "call_id", None) if rule.kind == "llm" else None,
+        )
+        self._scopes.open(scope)
+        if included:
+            self._emit(outs, event, scope.session_id, event.parent_event_id, None)
+
+    def _handle_end(self, rule: Rule, source: Any, event: BaseEvent) -> None:
+        call_id = getattr(event, "call_id", None) if rule.kind == "llm" else None
+        start_id = event.started_event_id or self._scopes.start_id_for_call(call_id)
+        scope = self._scopes.close(start_id, call_id)
+        if scope is not None:
+            if not scope.included:
+                return
+            session = scope.session_id
+        else:
+            enclosing = self._scopes.get(event.parent_event_id)
+            if enclosing is not None and not enclosing.included:
+                return
+            if enclosing is None and self._crew is not None:
+                return  # cannot tell whether it belongs to the watched crew
+            session = self._session(enclosing, start_id or event.event_id)
+        outs = rule.build(source, event, self._max_chars)
+        main = outs[-1]
+        if scope is not None:
+            self._finish_data(scope, main, event)
+        parent_crewai = start_id or event.parent_event_id
+        self._emit(outs, event, session, parent_crewai, parent_crewai)
+
+    def _finish_data(self, scope: Scope, main: Out, event: BaseEvent) -> None:
+        """Add what needs the start: duration, the start's tool name, usage roll-ups."""
+        data = main.data
+        if scope.started_at is not None and "duration_ms" not in data:
+            with contextlib.suppress(TypeError):  # naive vs aware timestamps: no duration
+                elapsed = (event.timestamp - scope.started_at).total_seconds()
+                data["duration_ms"] = round(elapsed * 1000.0, 3)
+        if scope.kind == "tool" and "tool" in data:
+            data["tool"] = scope.name  # CrewAI may respell it on the end event
+        if main.event == v.LLM_END:
+            usage = data.get("token_usage")
+            for ancestor in scope.ancestors():
+                if ancestor.rollup is not None:
+                    ancestor.rollup.add(usage)
+        if scope.rollup is not None:
+            data["rollup"] = scope.rollup.to_data()
+
+    def _handle_point(self, rule: Rule, source: Any, event: BaseEvent) -> None:
+        enclosing = self._scopes.get(event.parent_event_id)
+        if enclosing is not None and not enclosing.included:
+            return
+        if enclosing is None and self._crew is not None:
+            return
+        session = self._session(enclosing, event.event_id)
+        outs = rule.build(source, event, self._max_chars)
+        self._emit(outs, event, session, event.parent_event_id, event.parent_event_id)
+
+    def _emit(
+        self,
+        outs: list[Out],
+        event: BaseEvent,
+        session_id: str | None,
+        parent_crewai_id: str | None,
+        extra_parent_crewai_id: str | None,
+    ) -> None:
+        """Log ``outs``: the main event (no suffix) under ``parent_crewai_id``; extra events
+        under ``extra_parent_crewai_id`` (the scope's start) or the main event."""
+        for out in outs:
+            parent = (extra_parent_crewai_id or event.event_id) if out.suffix else parent_crewai_id
+            self._ledger.log(
+                out.event,
+                out.data,
+                session_id=session_id,
+                parent_id=ledger_event_id(parent) if parent else None,
+                metadata=self._metadata,
+                timestamp=event.timestamp,
+                event_id=ledger_event_id(event.event_id, out.suffix),
+            )
+
+
+def instrument_crew(
+    crew: Any,
+    ledger: SupportsLedger,
+    *,
+    session_id: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> LedgerCrewListener:
+    """Log every kickoff of ``crew`` to ``ledger``: the one-line integration.
+
+    Other crews running in the same process are not logged. Use the returned listener as a
+    context manager (or call ``close()``) to stop logging and flush.
+
+    Args:
+        crew: a ``crewai.Crew``.
+        ledger: an :class:`agentledger.client.Ledger`.
+        session_id: put every event into this session (default: one per kickoff).
+        metadata: a JSON object attached as ``metadata`` to every event.
+        **options: further :class:`LedgerCrewListener` arguments (``max_field_chars``...).
+
+    Returns:
+        The registered :class:`LedgerCrewListener`.
+    """
+    return LedgerCrewListener(
+        ledger, session_id=session_id, crew=crew, metadata=metadata, **options
+    )
