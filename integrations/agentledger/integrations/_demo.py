@@ -215,7 +215,11 @@ def _run(
         elapsed_s = time.perf_counter() - started
         console.print(f"[bold green]agent:[/] {result['messages'][-1].text}")
         flushed = ledger.flush(timeout_s=10.0)
-        console.print(f"[dim]agent run {elapsed_s * 1000:,.0f} ms; {flushed}[/]")
+        console.print(
+            f"[dim]agent run {elapsed_s * 1000:,.0f} ms; {flushed.sent} events sent in "
+            f"{flushed.elapsed_s * 1000:,.0f} ms (pending {flushed.pending}, "
+            f"dropped {flushed.dropped})[/]"
+        )
 
         events = ledger.replay(session_id)
         console.rule(f"[bold]session replay: {session_id} ({len(events)} events)")

@@ -108,7 +108,7 @@ def print_timeline(console: Console, events: Sequence[Event]) -> None:
     """The session replay, oldest first, indented by causal depth, with time offsets (ms)."""
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("+ms", justify="right", style="dim")
-    table.add_column("event (indented under its parent)", overflow="fold")
+    table.add_column("event (indented under its parent)", no_wrap=True, overflow="ellipsis")
     if not events:
         console.print("(no events)")
         return
@@ -122,6 +122,20 @@ def print_timeline(console: Console, events: Sequence[Event]) -> None:
     console.print(table)
 
 
+def _step_path(event: Event, by_id: Mapping[str, Event]) -> tuple[str, list[Event]]:
+    """The chain of enclosing ``step_start`` events from ``event`` up, as one line."""
+    steps: list[Event] = []
+    current: Event | None = event
+    while current is not None and current.event == v.STEP_START and len(steps) < 20:
+        steps.append(current)
+        current = by_id.get(current.parent_id) if current.parent_id else None
+    names = []
+    for step in steps:
+        position = step.data.get("langgraph_step")
+        names.append(f"{step.data.get('name')}" + (f" #{position}" if position else ""))
+    return "within step " + " › ".join(names), steps
+
+
 def print_why_tree(
     console: Console,
     chain: Sequence[Event],
@@ -133,7 +147,8 @@ def print_why_tree(
 
     Each event's causes are its parent (the ``why()`` chain) and, for a model call, the tool
     results it read (``llm_start.data.tool_result_ids``), followed back through the session's
-    events. An event reached twice is printed once and referred to after that.
+    events. The enclosing steps of an event are folded into one "within step" line. An event
+    reached twice is printed once.
     """
     if not chain:
         console.print("(empty chain)")
@@ -143,21 +158,24 @@ def print_why_tree(
     shown: set[str] = set()
     lines = 0
 
-    def emit(event: Event, depth: int, label: str) -> None:
+    def line(depth: int, label: str, body: str, style: str) -> None:
         nonlocal lines
-        if lines >= max_lines:
-            return
         lines += 1
-        prefix = Text("  " * depth + (f"{label} " if label else ""), style="dim")
-        if event.event_id in shown:
-            prefix.append(describe(event, 50) + "  (see above)", style="dim")
-            console.print(prefix)
+        text = Text("  " * depth + (f"{label} " if label else ""), style="dim")
+        text.append(body, style=style)
+        console.print(text, no_wrap=True, overflow="ellipsis")
+
+    def emit(event: Event, depth: int, label: str) -> None:
+        if lines >= max_lines or event.event_id in shown:
             return
         shown.add(event.event_id)
-        prefix.append(describe(event), style=_STYLES.get(event.event, ""))
-        console.print(prefix)
+        line(depth, label, describe(event), _STYLES.get(event.event, ""))
         parent = by_id.get(event.parent_id) if event.parent_id else None
-        if parent is not None:
+        if parent is not None and parent.event == v.STEP_START:
+            path, steps = _step_path(parent, by_id)
+            shown.update(s.event_id for s in steps)
+            line(depth + 1, "└", path, "dim")
+        elif parent is not None:
             emit(parent, depth + 1, "└ caused by")
         for result_id in event.data.get("tool_result_ids") or []:
             result = by_id.get(result_id)

@@ -1,0 +1,78 @@
+"""``agentledger demo`` as a newcomer runs it: a subprocess, offline, printing the story."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.langchain
+
+
+def _agentledger() -> str:
+    return str(Path(sys.executable).parent / "agentledger")
+
+
+def _run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "160", "NO_COLOR": "1"}
+    env.pop("OPENAI_BASE_URL", None)
+    return subprocess.run(
+        [_agentledger(), "demo", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+
+
+def test_demo_runs_offline_with_its_embedded_server(tmp_path: Path) -> None:
+    db = tmp_path / "demo.db"
+    done = _run("--db", str(db), tmp_path=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "I refunded the duplicate charge ch_3Pq2" in out
+    for tool in ("lookup_order", "verify_duplicate_charge", "issue_refund"):
+        assert f"tool_call {tool}(" in out
+    assert "assistant_response" in out
+    assert "└ read tool_result issue_refund" in out  # the why tree reaches the tools
+    assert "└ read tool_result lookup_order" in out
+    assert "hash chain of 'support-demo' intact" in out
+    assert str(db) in out
+    assert db.exists() and db.stat().st_size > 0
+
+
+def test_demo_against_a_running_server(ledger_server: Any, agent_name: str, tmp_path: Path) -> None:
+    done = _run(
+        "--url",
+        ledger_server.url,
+        "--api-key",
+        ledger_server.api_key,
+        "--agent",
+        agent_name,
+        tmp_path=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    response = httpx.get(
+        f"{ledger_server.url}/v1/events",
+        params={"agent": agent_name, "event_type": "assistant_response"},
+        headers=ledger_server.headers(),
+    )
+    (answer,) = response.json()
+    assert "refunded the duplicate charge" in answer["data"]["text"]
+
+
+def test_demo_asks_for_langchain_openai_when_a_real_model_is_wanted(tmp_path: Path) -> None:
+    try:
+        import langchain_openai  # noqa: F401
+    except ImportError:
+        done = _run("--model", "gpt-4o-mini", tmp_path=tmp_path)
+        assert done.returncode == 2
+        assert "pip install langchain-openai" in done.stdout
+    else:  # pragma: no cover - only where langchain-openai is installed
+        pytest.skip("langchain-openai is installed here")
