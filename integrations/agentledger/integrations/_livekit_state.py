@@ -58,17 +58,29 @@ class Speech:
 class Call:
     """A tool call between its ``tool_call`` and its ``tool_result`` / ``tool_error``.
 
+    The outcome is written when both LiveKit's ``tool_call_ended`` (status, exception text,
+    end time) and its batch's ``function_tools_executed`` (the output the model was given)
+    are known, or when the speech ends, whichever comes first.
+
     Attributes:
         event_id: the ``tool_call`` event id.
         tool: function name.
         started_at: epoch seconds of ``tool_call_started``.
         speech_id: owning speech, when known.
+        status: ``done`` / ``error`` / ``cancelled`` once ended, else ``None``.
+        message: ``tool_call_ended.message`` (result text, or the exception's text).
+        ended_at: epoch seconds of ``tool_call_ended``.
+        batch_done: the batch was reported (or the speech ended): log the outcome at once.
     """
 
     event_id: str
     tool: str
     started_at: float
     speech_id: str | None
+    status: str | None = None
+    message: Any = None
+    ended_at: float | None = None
+    batch_done: bool = False
 
 
 class Capped(OrderedDict[_K, _V], Generic[_K, _V]):

@@ -200,6 +200,8 @@ class LedgerSessionObserver:
         self._agent_step: str | None = None
         self._agent_name: str | None = None
         self._last_interrupted: str | None = None
+        self._last_outcome: str | None = None
+        self._handoff_cause: str | None = None
         self._transcript_meta: dict[str, Any] = {}
         self._usage: Any = None
         self._counts: Counter[str] = Counter()
@@ -474,7 +476,8 @@ class LedgerSessionObserver:
         interrupted = bool(getattr(item, "interrupted", False))
         speech = self._owner(item_id) if self._rank >= 1 else None
         if speech is not None:
-            self._flush_end(speech, text=text)
+            # A cut-off reply's text is what was spoken, not what the model produced.
+            self._flush_end(speech, text=None if interrupted else text)
             parent = speech.last_step or speech.open_start or self._anchor(speech)
         else:
             parent = self._last_user or self._agent_step or self._session_start
@@ -516,8 +519,8 @@ class LedgerSessionObserver:
                 self._agent_step,
                 at,
             )
-        speech = self._owner(None) if old is not None else None
-        cause = (speech.last_outcome or speech.last_step) if speech is not None else None
+        # The tool whose result handed off (function_tools_executed.has_agent_handoff).
+        cause, self._handoff_cause = self._handoff_cause, None
         data: dict[str, Any] = {"name": new, "kind": "agent", "inputs": {"handoff_from": old}}
         instructions = getattr(_current_agent(self._session), "instructions", None)
         if isinstance(instructions, str):
@@ -562,6 +565,7 @@ class LedgerSessionObserver:
             speech = self._speeches.pop(getattr(handle, "id", ""), None)
             if speech is None:
                 return
+            self._flush_calls(speech.speech_id)
             self._flush_end(speech, text=None)
             if (
                 self._rank >= 1
@@ -607,12 +611,15 @@ class LedgerSessionObserver:
         if kind == "tool_call_started":
             self._tool_started(getattr(update, "function_call", None), at)
         elif kind == "tool_call_ended":
-            self._tool_ended(
-                call_id=getattr(update, "call_id", None),
-                status=getattr(update, "status", None),
-                message=getattr(update, "message", None),
-                at=at,
-            )
+            call_id = getattr(update, "call_id", None) or ""
+            call = self._calls.get(call_id)
+            if call is None or call.status is not None:
+                return
+            call.status = getattr(update, "status", None) or "done"
+            call.message = getattr(update, "message", None)
+            call.ended_at = at
+            if call.batch_done:
+                self._log_outcome(call_id, call, None)
         elif kind == "tool_call_updated" and self._rank >= 2:
             call = self._calls.get(getattr(update, "call_id", None) or "")
             data = {
@@ -634,9 +641,8 @@ class LedgerSessionObserver:
         name = getattr(fnc_call, "name", "")
         args = args_object(getattr(fnc_call, "arguments", None))
         data: dict[str, Any] = {"tool": name, "args": args, "call_id": call_id}
-        for key in ("group_id",):
-            if getattr(fnc_call, key, None):
-                data[key] = getattr(fnc_call, key)
+        if getattr(fnc_call, "group_id", None):
+            data["group_id"] = fnc_call.group_id
         if speech is not None:
             data["speech_id"] = speech.speech_id
             speech.open_calls.append({"tool": name, "args": args, "call_id": call_id})
@@ -645,57 +651,77 @@ class LedgerSessionObserver:
         self._calls[call_id] = call
         return call
 
-    def _tool_ended(
-        self, *, call_id: str | None, status: str | None, message: Any, at: float | None
-    ) -> None:
-        call = self._calls.pop(call_id or "", None)
-        if call is None:
-            return
+    def _log_outcome(self, call_id: str, call: Call, output: Any) -> str:
+        """Write ``tool_result`` / ``tool_error`` of an ended call (child of its ``tool_call``).
+
+        Args:
+            output: the batch's ``FunctionCallOutput`` (what the model was given), or ``None``.
+        """
+        self._calls.pop(call_id, None)
+        given = getattr(output, "output", None) if output is not None else None
         data: dict[str, Any] = {"tool": call.tool, "call_id": call_id}
-        if at is not None and call.started_at:
-            data["duration_ms"] = ms(at - call.started_at)
-        if status == "done":
-            data.update(result=message, status="done")
+        if call.ended_at is not None and call.started_at:
+            data["duration_ms"] = ms(call.ended_at - call.started_at)
+        if call.status == "done":
+            # The model-facing output (a handoff tool's ``(Agent, "text")`` becomes "text").
+            data.update(result=given if output is not None else call.message, status="done")
             event = v.TOOL_RESULT
         else:
-            # LiveKit passes the exception's text, not its class: ``type`` is unknown (None)
-            # for a raising tool; a cancelled call (e.g. a barge-in) has type "cancelled".
-            cancelled = status == "cancelled"
-            data.update(
-                error=message if message is not None else status,
-                type="cancelled" if cancelled else None,
-                status=status,
-            )
+            # LiveKit reports the exception's text, not its class, so ``type`` is unknown
+            # (None) for a raising tool; "cancelled" for a cancelled call (e.g. a barge-in),
+            # "unfinished" for a call still running when the session closed.
+            error = call.message if call.message is not None else call.status
+            data.update(error=error, type=None if call.status == "error" else call.status)
+            data["status"] = call.status
+            if given is not None and given != error:
+                data["model_output"] = given
             event = v.TOOL_ERROR
-        outcome = self._log(event, data, call.event_id, at)
-        self._ended_calls[call_id or ""] = outcome
+        outcome = self._log(event, data, call.event_id, call.ended_at)
+        self._ended_calls[call_id] = outcome
+        self._last_outcome = outcome
         speech = self._speeches.get(call.speech_id or "")
         if speech is not None:
             speech.last_outcome = speech.last_step = outcome
-            if at is not None:
-                speech.boundary = max(speech.boundary, at)
+            if call.ended_at is not None:
+                speech.boundary = max(speech.boundary, call.ended_at)
+        return outcome
+
+    def _flush_calls(self, speech_id: str | None, *, closing: bool = False) -> None:
+        """Write the outcomes of ended calls of a finished speech (all speeches if ``None``)."""
+        for call_id, call in list(self._calls.items()):
+            if speech_id is not None and call.speech_id != speech_id:
+                continue
+            call.batch_done = True
+            if call.status is None and closing:
+                call.status, call.message = "unfinished", "session closed while the tool ran"
+            if call.status is not None:
+                self._log_outcome(call_id, call, None)
 
     def _on_tools_executed(self, ev: Any) -> None:
         at = _at(ev)
         speech: Speech | None = None
+        self._last_outcome = None
         for fnc_call, output in zip(
             getattr(ev, "function_calls", None) or (),
             getattr(ev, "function_call_outputs", None) or (),
             strict=False,
         ):
-            call_id = getattr(fnc_call, "call_id", None)
+            call_id = getattr(fnc_call, "call_id", None) or ""
             speech = speech or self._owner(getattr(fnc_call, "id", None))
-            if call_id not in self._calls and call_id not in self._ended_calls:
+            call = self._calls.get(call_id)
+            if call is None and call_id not in self._ended_calls:
                 # LiveKit never started it (arguments failed to parse): log call + outcome.
-                self._tool_started(fnc_call, at)
-            if call_id in self._calls:
-                is_error = bool(getattr(output, "is_error", False))
-                self._tool_ended(
-                    call_id=call_id,
-                    status="error" if is_error else "done",
-                    message=getattr(output, "output", None),
-                    at=at,
-                )
+                call = self._tool_started(fnc_call, at)
+                if call is not None:
+                    call.status = "error" if getattr(output, "is_error", False) else "done"
+                    call.message, call.ended_at = getattr(output, "output", None), at
+            if call is None:
+                continue
+            call.batch_done = True
+            if call.status is not None:
+                self._log_outcome(call_id, call, output)
+        if getattr(ev, "has_agent_handoff", False):
+            self._handoff_cause = self._last_outcome
         if speech is not None:
             self._flush_end(speech, text=None)
             if at is not None:
@@ -751,6 +777,7 @@ class LedgerSessionObserver:
             return
         self._ended = True
         at = _at(ev)
+        self._flush_calls(None, closing=True)
         for speech in list(self._speeches.values()):
             self._flush_end(speech, text=None)
         if self._agent_step is not None and self._rank >= 1:

@@ -193,6 +193,8 @@ async def test_tool_that_raises(run_session: RunSession, stored: StoredReader) -
     assert error["data"]["status"] == "error"
     # LiveKit tells the model "An internal error occurred"; the ledger keeps the real text.
     assert error["data"]["error"] == "booking backend down, cannot book 2 seat(s) to Rome"
+    assert error["data"]["model_output"] == "An internal error occurred"
+    assert error["data"]["type"] is None  # LiveKit reports the text, not the exception class
     assert s.of("tool_result") == []
     # The session went on: the error caused the next request, which produced the reply.
     second = s.of("llm_start")[1]
