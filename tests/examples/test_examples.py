@@ -1,4 +1,4 @@
-"""Smoke-run the LangChain / LangGraph examples against the session's real server, as a user would run it."""
+"""Smoke-run the LangChain / LangGraph examples against the real test server, as users would."""
 
 from __future__ import annotations
 
