@@ -156,6 +156,9 @@ def verify_rows(
     link = hasher.link
     loads = orjson.loads
     problems = rep.problems
+    # Links of rows found out of place, by the sequence number their record carries: the row
+    # that follows a moved row links to it, so one swap is reported once, not as a cascade.
+    displaced: dict[int, str] = {}
     verified = 0
     for row in rows:
         verified += 1
@@ -175,6 +178,8 @@ def verify_rows(
             rec = None
         if seq != expected or (isinstance(rec, dict) and rec.get("sequence_no") != seq):
             stored = rec.get("sequence_no") if isinstance(rec, dict) else None
+            if isinstance(stored, int) and stored != seq and len(displaced) < 10_000:
+                displaced[stored] = row.chain_hash
             problems.append(
                 _problem(
                     "missing_or_reordered",
@@ -191,7 +196,9 @@ def verify_rows(
             problems.append(
                 _problem("content_changed", row, seq, "record does not match its checksum")
             )
-        elif link(prev, row.record) != row.chain_hash:
+        elif link(displaced.pop(seq - 1, prev) if displaced else prev, row.record) != (
+            row.chain_hash
+        ):
             problems.append(
                 _problem("content_changed", row, seq, "chain link does not follow its predecessor")
             )

@@ -1,0 +1,216 @@
+"""Tampering with the SQLite file: verify pinpoints each change; anchors catch truncation."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from agentledger.server import Settings, create_app
+
+KEY = "tamper-key"
+AGENT = "audited"
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> str:
+    return str(tmp_path / "tamper.db")
+
+
+def make_client(db_path: str, chain_key: str | None = None) -> tuple[Any, httpx.AsyncClient]:
+    app = create_app(Settings(db=db_path, dev_key=KEY, chain_key=chain_key))
+    client = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://t",
+        headers={"Authorization": f"Bearer {KEY}"},
+    )
+    return app, client
+
+
+@pytest.fixture
+async def client(db_path: str) -> Any:
+    app, c = make_client(db_path)
+    async with c:
+        yield c
+    app.state.store.close()
+
+
+@pytest.fixture
+def sql(db_path: str) -> Iterator[sqlite3.Connection]:
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    yield conn
+    conn.close()
+
+
+async def write(client: httpx.AsyncClient, n: int = 10) -> list[dict[str, Any]]:
+    items = [{"agent": AGENT, "event": "step", "data": {"i": i}} for i in range(1, n + 1)]
+    response = await client.post("/v1/events/batch", json={"events": items})
+    assert response.json()["written"] == n
+    results: list[dict[str, Any]] = response.json()["results"]
+    return results
+
+
+async def verify(client: httpx.AsyncClient, **params: Any) -> dict[str, Any]:
+    response = await client.get("/v1/events/chain", params={"agent": AGENT, **params})
+    assert response.status_code == 200, response.text
+    report: dict[str, Any] = response.json()
+    return report
+
+
+def kinds(report: dict[str, Any]) -> list[tuple[str, int | None]]:
+    return [(p["kind"], p["sequence_no"]) for p in report["problems"]]
+
+
+async def test_untouched_chain_is_intact(client: httpx.AsyncClient) -> None:
+    await write(client)
+    report = await verify(client)
+    assert report["intact"] and report["verified"] == 10 and report["problems"] == []
+    assert report["chain_head"]["sequence_no"] == 10
+
+
+async def test_edited_record_is_content_changed(
+    client: httpx.AsyncClient, sql: sqlite3.Connection
+) -> None:
+    results = await write(client)
+    record = sql.execute(
+        "SELECT record FROM events WHERE agent=? AND sequence_no=3", (AGENT,)
+    ).fetchone()[0]
+    edited = record.replace(b'"i":3', b'"i":333')
+    sql.execute("UPDATE events SET record=? WHERE agent=? AND sequence_no=3", (edited, AGENT))
+    report = await verify(client)
+    assert not report["intact"]
+    assert kinds(report) == [("content_changed", 3)]
+    assert report["problems"][0]["event_id"] == results[2]["event_id"]
+
+
+async def test_edited_column_is_content_changed(
+    client: httpx.AsyncClient, sql: sqlite3.Connection
+) -> None:
+    await write(client)
+    sql.execute("UPDATE events SET event='other' WHERE agent=? AND sequence_no=5", (AGENT,))
+    assert kinds(await verify(client)) == [("content_changed", 5)]
+
+
+async def test_edit_with_recomputed_checksum_breaks_the_link(
+    client: httpx.AsyncClient, sql: sqlite3.Connection
+) -> None:
+    await write(client)
+    record = sql.execute(
+        "SELECT record FROM events WHERE agent=? AND sequence_no=7", (AGENT,)
+    ).fetchone()[0]
+    edited = record.replace(b'"i":7', b'"i":8')
+    sql.execute(
+        "UPDATE events SET record=?, checksum=? WHERE agent=? AND sequence_no=7",
+        (edited, hashlib.sha256(edited).hexdigest(), AGENT),
+    )
+    report = await verify(client)
+    assert kinds(report) == [("content_changed", 7)]
+    assert "chain link" in report["problems"][0]["detail"]
+
+
+async def test_deleted_row_is_missing(client: httpx.AsyncClient, sql: sqlite3.Connection) -> None:
+    results = await write(client)
+    sql.execute("DELETE FROM events WHERE agent=? AND sequence_no=4", (AGENT,))
+    report = await verify(client)
+    assert kinds(report) == [("missing_or_reordered", 5)]
+    assert report["problems"][0]["event_id"] == results[4]["event_id"]
+    assert "expected sequence_no 4" in report["problems"][0]["detail"]
+
+
+async def test_reordered_rows_are_reported(
+    client: httpx.AsyncClient, sql: sqlite3.Connection
+) -> None:
+    await write(client)
+    sql.execute("UPDATE events SET sequence_no=-1 WHERE agent=? AND sequence_no=2", (AGENT,))
+    sql.execute("UPDATE events SET sequence_no=2 WHERE agent=? AND sequence_no=3", (AGENT,))
+    sql.execute("UPDATE events SET sequence_no=3 WHERE agent=? AND sequence_no=-1", (AGENT,))
+    report = await verify(client)
+    assert kinds(report) == [("missing_or_reordered", 2), ("missing_or_reordered", 3)]
+
+
+async def test_deleted_tail_is_caught_by_the_head(
+    client: httpx.AsyncClient, sql: sqlite3.Connection
+) -> None:
+    await write(client)
+    sql.execute("DELETE FROM events WHERE agent=? AND sequence_no>8", (AGENT,))
+    report = await verify(client)
+    assert kinds(report) == [("missing_or_reordered", 9)]
+
+
+async def test_anchor_catches_tail_truncation(
+    client: httpx.AsyncClient, sql: sqlite3.Connection
+) -> None:
+    await write(client)
+    anchor = (await verify(client))["chain_head"]
+    # a careful attacker deletes the tail *and* rewinds the agent head
+    sql.execute("DELETE FROM events WHERE agent=? AND sequence_no>7", (AGENT,))
+    row = sql.execute(
+        "SELECT chain_hash FROM events WHERE agent=? AND sequence_no=7", (AGENT,)
+    ).fetchone()
+    sql.execute("UPDATE agents SET last_seq=7, last_hash=? WHERE agent=?", (row[0], AGENT))
+    assert (await verify(client))["intact"]  # without the anchor nothing is visible
+    by_hash = await verify(client, anchor=anchor["chain_hash"])
+    assert kinds(by_hash) == [("truncated_after_anchor", None)]
+    both = await verify(client, after_seq=str(anchor["sequence_no"]), anchor=anchor["chain_hash"])
+    assert kinds(both) == [("truncated_after_anchor", 10)]
+
+
+async def test_anchor_allows_incremental_verification(client: httpx.AsyncClient) -> None:
+    await write(client, 5)
+    head = (await verify(client))["chain_head"]
+    await write(client, 5)
+    report = await verify(client, after_seq=head["sequence_no"], anchor=head["chain_hash"])
+    assert report["intact"] and report["verified"] == 5
+    assert report["chain_head"]["sequence_no"] == 10
+
+
+async def test_rewritten_history_does_not_match_the_anchor(
+    client: httpx.AsyncClient, sql: sqlite3.Connection
+) -> None:
+    await write(client)
+    head = (await verify(client))["chain_head"]
+    _rewrite_chain(sql, from_seq=2, key=None)  # consistent forgery of the whole chain
+    assert (await verify(client))["intact"]
+    report = await verify(client, after_seq=head["sequence_no"], anchor=head["chain_hash"])
+    assert kinds(report) == [("anchor_mismatch", 10)]
+
+
+async def test_hmac_chain_detects_a_full_rewrite(db_path: str) -> None:
+    app, client = make_client(db_path, chain_key="server-secret")
+    async with client:
+        await write(client)
+        assert (await verify(client))["intact"]
+        with sqlite3.connect(db_path, isolation_level=None) as sql:
+            _rewrite_chain(sql, from_seq=4, key=None)  # the forger has no HMAC key
+        report = await verify(client)
+    app.state.store.close()
+    assert kinds(report)[0] == ("content_changed", 4)
+
+
+def _rewrite_chain(sql: sqlite3.Connection, *, from_seq: int, key: None) -> None:
+    """Edit ``data.i`` of ``from_seq`` and recompute checksums and SHA-256 links after it."""
+    rows = sql.execute(
+        "SELECT sequence_no, record, chain_hash FROM events WHERE agent=? ORDER BY sequence_no",
+        (AGENT,),
+    ).fetchall()
+    previous = ""
+    for seq, record, chain_hash in rows:
+        if seq >= from_seq:
+            rec = orjson.loads(record)
+            if seq == from_seq:
+                rec["data"]["i"] = -1
+            record = orjson.dumps(rec, option=orjson.OPT_SORT_KEYS)
+            chain_hash = hashlib.sha256(previous.encode() + record).hexdigest()
+            sql.execute(
+                "UPDATE events SET record=?, checksum=?, chain_hash=? "
+                "WHERE agent=? AND sequence_no=?",
+                (record, hashlib.sha256(record).hexdigest(), chain_hash, AGENT, seq),
+            )
+        previous = chain_hash
+    sql.execute("UPDATE agents SET last_hash=? WHERE agent=?", (previous, AGENT))
