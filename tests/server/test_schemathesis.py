@@ -1,0 +1,38 @@
+"""Schemathesis against the app's own OpenAPI schema: no input produces a 5xx."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+
+from agentledger.server import Settings, create_app
+
+KEY = "schemathesis-key"
+_DB = Path(tempfile.mkdtemp(prefix="agentledger-schemathesis-")) / "fuzz.db"
+app = create_app(Settings(db=str(_DB), dev_key=KEY, max_body_bytes=256_000))
+schema = schemathesis.openapi.from_asgi("/openapi.json", app)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_store() -> Iterator[None]:
+    yield
+    app.state.store.close()
+
+
+@schema.parametrize()
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+)
+def test_no_server_errors(case: Any) -> None:
+    response = case.call(headers={"Authorization": f"Bearer {KEY}"})
+    assert response.status_code < 500, (case.method, case.path, response.text)
+    assert response.headers.get("x-request-id")
