@@ -10,9 +10,9 @@ strings):
   "sha256": hex}``, set -> list, pydantic model / dataclass -> dict, numpy -> list or number,
   enum -> its value, a container met again on its own path -> ``{"$cycle": type name}``,
   anything else -> ``repr``.
-* Strings longer than ``max_chars`` are cut and end with ``"…[cut: N chars]"`` (N = original
-  size); lists longer than :data:`MAX_ITEMS` keep their first items and a marker; nesting deeper
-  than :data:`MAX_DEPTH` becomes ``repr``.
+* Strings longer than ``max_chars`` are cut and end with ``"…[cut, N chars]"`` (N = original
+  size; the client's sanitizer uses the same marker); lists longer than :data:`MAX_ITEMS` keep
+  their first items and a marker; nesting deeper than :data:`MAX_DEPTH` becomes ``repr``.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.prompt_values import PromptValue
 from pydantic import BaseModel
 
 __all__ = [
@@ -51,7 +52,7 @@ def trim(text: str, max_chars: int) -> str:
     """Cut ``text`` to ``max_chars`` characters, ending with a marker naming the original size."""
     if len(text) <= max_chars:
         return text
-    return f"{text[:max_chars]}…[cut: {len(text)} chars]"
+    return f"{text[:max_chars]}…[cut, {len(text)} chars]"
 
 
 def tool_calls_to_data(calls: list[Any], max_chars: int) -> list[Any]:
@@ -112,16 +113,36 @@ def to_data(value: Any, max_chars: int) -> Any:
 
 def _convert(value: Any, max_chars: int, depth: int, path: set[int]) -> Any:
     kind = type(value)
+    # Fast paths by exact type: most LangChain inputs are str/dict/list of plain values.
+    if kind is str:
+        return value if len(value) <= max_chars else trim(value, max_chars)
     if kind in _SCALARS:
         return value
-    if kind is str:
-        return trim(value, max_chars)
-    if isinstance(value, str):  # str subclasses, e.g. LangChain's TextAccessor
-        return trim(str(value), max_chars)
     if depth >= MAX_DEPTH:
         return _repr(value, max_chars)
+    if kind is dict or kind is list:
+        key = id(value)
+        if key in path:
+            return {"$cycle": kind.__name__}
+        path.add(key)
+        try:
+            if kind is dict:
+                return {
+                    (k if type(k) is str else str(k)): _convert(v, max_chars, depth + 1, path)
+                    for k, v in value.items()
+                }
+            items = [_convert(v, max_chars, depth + 1, path) for v in value[:MAX_ITEMS]]
+            if len(value) > MAX_ITEMS:
+                items.append(f"…[cut, {len(value)} items]")
+            return items
+        finally:
+            path.discard(key)
+    if isinstance(value, str):  # str subclasses, e.g. LangChain's TextAccessor
+        return trim(str(value), max_chars)
     if isinstance(value, BaseMessage):
         return message_to_data(value, max_chars)
+    if isinstance(value, PromptValue):
+        return {"messages": [message_to_data(m, max_chars) for m in value.to_messages()]}
     if isinstance(value, Document):
         return document_to_data(value, max_chars)
     if isinstance(value, dt.datetime | dt.date | dt.time):
@@ -159,7 +180,7 @@ def _convert_container(value: Any, max_chars: int, depth: int, path: set[int]) -
         items = list(value)
         converted = [_convert(v, max_chars, depth, path) for v in items[:MAX_ITEMS]]
         if len(items) > MAX_ITEMS:
-            converted.append(f"…[cut: {len(items)} items]")
+            converted.append(f"…[cut, {len(items)} items]")
         return converted
     if isinstance(value, BaseModel):
         try:
