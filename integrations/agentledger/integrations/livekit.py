@@ -201,6 +201,7 @@ class LedgerSessionObserver:
         self._agent_name: str | None = None
         self._last_interrupted: str | None = None
         self._last_outcome: str | None = None
+        self._user_spoke_at = 0.0
         self._handoff_cause: str | None = None
         self._transcript_meta: dict[str, Any] = {}
         self._usage: Any = None
@@ -286,7 +287,7 @@ class LedgerSessionObserver:
             ("agent_false_interruption", 1, self._on_false_interruption),
             ("error", 1, self._on_error),
             ("agent_state_changed", 2, self._on_agent_state),
-            ("user_state_changed", 2, self._on_user_state),
+            ("user_state_changed", 1, self._on_user_state),
         ]
         for event, rank, body in table:
             if rank > self._rank:
@@ -500,11 +501,10 @@ class LedgerSessionObserver:
     def _log_interrupted(
         self, speech: Speech | None, parent: str | None, at: float | None = None
     ) -> None:
-        user_state = getattr(self._session, "user_state", None)
-        data: dict[str, Any] = {
-            "reason": "barge_in" if user_state == "speaking" else "speech_interrupted",
-            "user_state": user_state,
-        }
+        """``interrupted``: ``barge_in`` when the user started speaking during the speech,
+        else ``interrupted`` (``session.interrupt()``, a tool, a handoff, shutdown)."""
+        barge_in = speech is not None and self._user_spoke_at >= speech.created_at > 0
+        data: dict[str, Any] = {"reason": "barge_in" if barge_in else "interrupted"}
         if speech is not None:
             data["speech_id"] = speech.speech_id
             speech.interrupted_logged = True
@@ -762,7 +762,10 @@ class LedgerSessionObserver:
         self._state("agent_state", ev)
 
     def _on_user_state(self, ev: Any) -> None:
-        self._state("user_state", ev)
+        if getattr(ev, "new_state", None) == "speaking":
+            self._user_spoke_at = _at(ev) or 0.0
+        if self._rank >= 2:
+            self._state("user_state", ev)
 
     def _state(self, key: str, ev: Any) -> None:
         data = {
