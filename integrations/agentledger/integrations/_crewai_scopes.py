@@ -2,7 +2,7 @@
 
 A scope is opened by a CrewAI scope-starting event (``crewai.events.event_context.
 SCOPE_STARTING_EVENTS``) and closed by its ending event (``started_event_id``). Only what the
-listener needs beyond CrewAI's own ids lives here: the session, the start time, the roll-up
+listener needs beyond CrewAI's own ids lives here: the start time, the roll-up
 accumulator, whether the scope belongs to an instrumented crew, and the names used again on
 the closing event. Parent *links* never depend on this table: they are derived from CrewAI's
 ids, so they stay right whatever order the handlers run in.
@@ -30,7 +30,6 @@ class Scope:
 
     Attributes:
         crewai_id: the CrewAI ``event_id`` of the starting event.
-        session_id: session every event below it goes to.
         kind: ``step_start.data.kind`` (``crew``, ``task``...), or ``llm`` / ``tool``.
         name: the step, model or tool name, repeated on the closing event.
         parent: the enclosing scope, if the listener saw it.
@@ -41,7 +40,6 @@ class Scope:
     """
 
     crewai_id: str
-    session_id: str | None
     kind: str
     name: str
     parent: Scope | None

@@ -43,12 +43,14 @@ reasoning, evaluation...)                      with ``kind`` from its name
 
 Ids and order. CrewAI gives every event an ``event_id`` and, at emit time, the id of its
 enclosing scope (``parent_event_id``) and of the start it closes (``started_event_id``; model
-calls also share a ``call_id``). The listener derives each ledger ``event_id`` from CrewAI's
-id (UUIDv5 in :data:`EVENT_ID_NAMESPACE`) and each ``parent_id`` from CrewAI's parent id the
-same way, so every link is right whatever order events are handled in (the server accepts a
-parent that has not arrived yet). Handlers are ``async def``: CrewAI runs them on its event
-loop thread in emission order, instead of on its 10-thread pool in no order; the order matters
-only for roll-ups and sessions, never for links.
+calls also share a ``call_id``). Every ledger link is taken from those ids, never from arrival
+order. Handlers are ``async def``: CrewAI then runs them one after another on its event-loop
+thread in emission order (sync handlers would run on its 10-thread pool in no order). Should
+events still arrive out of order (another dispatcher, a subclass overriding :meth:`handle`),
+the tree is unchanged: when the ledger's ``log()`` takes ``event_id=``, each ledger id is
+derived from CrewAI's (UUIDv5, :func:`ledger_event_id`) and parents may arrive later; with a
+``log()`` that makes its own ids, an event whose parent is not logged yet is held back and
+logged right after it, so parents always reach the ledger's queue first.
 
 Token usage appears only on ``llm_end`` (``data.token_usage``). Task and crew closing events
 carry ``data.rollup = {"llm_calls", "llm_calls_without_usage", "token_usage"}``, the sum of the
@@ -66,16 +68,14 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import datetime as dt
 import importlib
 import inspect
 import pkgutil
 import threading
 import time
-import uuid
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Final, Protocol
+from typing import Any
 
 try:
     from crewai.events import BaseEventListener, crewai_event_bus
@@ -91,6 +91,12 @@ from agentledger.client._guard import capture_internal_exceptions
 from agentledger.integrations._crewai_events import RULES, Out, Role, Rule
 from agentledger.integrations._crewai_scopes import Scope, ScopeTable
 from agentledger.integrations._crewai_usage import Rollup
+from agentledger.integrations._crewai_writer import (
+    EVENT_ID_NAMESPACE,
+    LedgerWriter,
+    SupportsLedger,
+    ledger_event_id,
+)
 
 __all__ = [
     "EVENT_ID_NAMESPACE",
@@ -99,53 +105,6 @@ __all__ = [
     "instrument_crew",
     "ledger_event_id",
 ]
-
-#: UUIDv5 namespace of ledger event ids derived from CrewAI event ids (fixed forever: changing
-#: it would break links between events logged by different versions).
-EVENT_ID_NAMESPACE: Final = uuid.UUID("6f1b7c1e-3c55-5b7e-9d0a-3f2b8c1a4e77")
-
-
-def ledger_event_id(crewai_event_id: str, suffix: str = "") -> str:
-    """The ledger ``event_id`` of a CrewAI event (UUIDv5 string, deterministic).
-
-    Args:
-        crewai_event_id: CrewAI's ``BaseEvent.event_id``.
-        suffix: ``""`` for the main event; a label for an extra event built from the same
-            CrewAI event (e.g. ``"retrieval"``).
-    """
-    name = f"crewai:{crewai_event_id}:{suffix}" if suffix else f"crewai:{crewai_event_id}"
-    return str(uuid.uuid5(EVENT_ID_NAMESPACE, name))
-
-
-def _session_of(root_crewai_id: str) -> str:
-    return str(uuid.uuid5(EVENT_ID_NAMESPACE, f"crewai-session:{root_crewai_id}"))
-
-
-class _HasEventId(Protocol):
-    @property
-    def event_id(self) -> str: ...
-
-
-class SupportsLedger(Protocol):
-    """What the listener needs from a ledger: :class:`agentledger.client.Ledger`.
-
-    ``log`` must not block; it takes the caller-chosen ``event_id`` (a UUID string) and the
-    event ``timestamp`` (timezone-aware datetime). ``flush`` waits up to ``timeout_s`` seconds.
-    """
-
-    def log(
-        self,
-        event: str,
-        data: dict[str, Any],
-        *,
-        session_id: str | None = ...,
-        parent_id: str | None = ...,
-        metadata: dict[str, Any] | None = ...,
-        timestamp: dt.datetime | None = ...,
-        event_id: str | None = ...,
-    ) -> _HasEventId: ...
-
-    def flush(self, timeout_s: float = ...) -> object: ...
 
 
 def _event_classes(types: frozenset[str]) -> list[type[BaseEvent]]:
@@ -211,9 +170,14 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
         if flush_timeout_s <= 0:
             raise ValueError("flush_timeout_s must be > 0")
         self._ledger = ledger
-        self._session_id = session_id
+        self._writer = LedgerWriter(
+            ledger,
+            session_id=session_id,
+            metadata=metadata,
+            max_known=max_scopes,
+            max_pending=max_scopes,
+        )
         self._crew = crew
-        self._metadata = dict(metadata) if metadata else None
         self._max_chars = max_field_chars
         self._flush_timeout_s = flush_timeout_s
         self._scopes = ScopeTable(max_scopes)
@@ -262,6 +226,17 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
         return len(self._scopes)
 
     @property
+    def held_events(self) -> int:
+        """Events that arrived before their parent and were held back until it was logged
+        (0 with in-order delivery or when the ledger takes ``event_id=``)."""
+        return self._writer.held
+
+    @property
+    def orphaned_events(self) -> int:
+        """Events logged as roots because their CrewAI parent was never seen."""
+        return self._writer.orphans
+
+    @property
     def evicted_scopes(self) -> int:
         """Open scopes dropped because ``max_scopes`` was reached."""
         return self._scopes.evicted
@@ -287,6 +262,8 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
     def flush(self, timeout_s: float | None = None) -> object:
         """Wait for CrewAI's pending event handlers, then for the ledger to send everything.
 
+        Events still waiting for a parent that never came are logged as roots first.
+
         Args:
             timeout_s: overall wait in seconds (default: ``flush_timeout_s``).
 
@@ -296,6 +273,7 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
         budget = self._flush_timeout_s if timeout_s is None else timeout_s
         deadline = time.monotonic() + budget
         crewai_event_bus.flush(timeout=budget)
+        self._writer.release_orphans()
         return self._ledger.flush(timeout_s=max(0.0, deadline - time.monotonic()))
 
     def close(self, timeout_s: float | None = None) -> object:
@@ -334,13 +312,6 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
 
     # ----------------------------------------------------------------- mapping
 
-    def _session(self, parent: Scope | None, root_crewai_id: str) -> str:
-        if self._session_id is not None:
-            return self._session_id
-        if parent is not None and parent.session_id is not None:
-            return parent.session_id
-        return _session_of(root_crewai_id)
-
     def _included_root(self, source: Any, event: BaseEvent) -> bool:
         """Whether a scope with no known parent belongs to the watched crew (or any)."""
         if self._crew is None:
@@ -368,7 +339,6 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
         name = main.get("name") or main.get("tool") or main.get("model") or rule.kind
         scope = Scope(
             crewai_id=event.event_id,
-            session_id=self._session(parent, event.event_id) if included else None,
             kind=rule.kind,
             name=str(name),
             parent=parent,
@@ -379,7 +349,7 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
         )
         self._scopes.open(scope)
         if included:
-            self._emit(outs, event, scope.session_id, event.parent_event_id, None)
+            self._emit(outs, event, event.parent_event_id, None, key=event.event_id)
 
     def _handle_end(self, rule: Rule, source: Any, event: BaseEvent) -> None:
         call_id = getattr(event, "call_id", None) if rule.kind == "llm" else None
@@ -388,20 +358,18 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
         if scope is not None:
             if not scope.included:
                 return
-            session = scope.session_id
         else:
             enclosing = self._scopes.get(event.parent_event_id)
             if enclosing is not None and not enclosing.included:
                 return
             if enclosing is None and self._crew is not None:
                 return  # cannot tell whether it belongs to the watched crew
-            session = self._session(enclosing, start_id or event.event_id)
         outs = rule.build(source, event, self._max_chars)
         main = outs[-1]
         if scope is not None:
             self._finish_data(scope, main, event)
         parent_crewai = start_id or event.parent_event_id
-        self._emit(outs, event, session, parent_crewai, parent_crewai)
+        self._emit(outs, event, parent_crewai, parent_crewai)
 
     def _finish_data(self, scope: Scope, main: Out, event: BaseEvent) -> None:
         """Add what needs the start: duration, the start's tool name, usage roll-ups."""
@@ -426,30 +394,33 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
             return
         if enclosing is None and self._crew is not None:
             return
-        session = self._session(enclosing, event.event_id)
         outs = rule.build(source, event, self._max_chars)
-        self._emit(outs, event, session, event.parent_event_id, event.parent_event_id)
+        self._emit(outs, event, event.parent_event_id, event.parent_event_id)
 
     def _emit(
         self,
         outs: list[Out],
         event: BaseEvent,
-        session_id: str | None,
         parent_crewai_id: str | None,
         extra_parent_crewai_id: str | None,
+        *,
+        key: str | None = None,
     ) -> None:
-        """Log ``outs``: the main event (no suffix) under ``parent_crewai_id``; extra events
-        under ``extra_parent_crewai_id`` (the scope's start) or the main event."""
+        """Write ``outs``: the main event (no suffix) under ``parent_crewai_id`` (and known to
+        children as ``key``); extra events under ``extra_parent_crewai_id`` (the scope's
+        start), else under the main event."""
         for out in outs:
-            parent = (extra_parent_crewai_id or event.event_id) if out.suffix else parent_crewai_id
-            self._ledger.log(
+            if out.suffix:
+                parent, own_key = extra_parent_crewai_id or key, None
+            else:
+                parent, own_key = parent_crewai_id, key
+            self._writer.write(
                 out.event,
                 out.data,
-                session_id=session_id,
-                parent_id=ledger_event_id(parent) if parent else None,
-                metadata=self._metadata,
                 timestamp=event.timestamp,
-                event_id=ledger_event_id(event.event_id, out.suffix),
+                key=own_key,
+                own_id=ledger_event_id(event.event_id, out.suffix),
+                parent_key=parent,
             )
 
 
