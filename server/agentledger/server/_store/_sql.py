@@ -41,7 +41,7 @@ from agentledger.server._store.base import (
     WhyResult,
 )
 
-__all__ = ["SQLStore"]
+__all__ = ["INSERT_COLUMNS", "SQLStore"]
 
 _IN_CHUNK = 500
 
@@ -61,6 +61,25 @@ _EVENT_COLS = (
     events.c.parent_id,
     events.c.session_id,
     events.c.supersedes,
+)
+
+#: Column order of the row tuples handed to :meth:`SQLStore._insert_events`.
+INSERT_COLUMNS = (
+    "event_id",
+    "agent",
+    "sequence_no",
+    "timestamp",
+    "received_at",
+    "event",
+    "parent_id",
+    "session_id",
+    "supersedes",
+    "importance",
+    "idempotency_key",
+    "fingerprint",
+    "record",
+    "checksum",
+    "chain_hash",
 )
 
 _CHAIN_COLS = (
@@ -164,6 +183,14 @@ class SQLStore(LedgerStore):
     def _distinct_list(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
         """An aggregate returning the distinct values as a JSON array (text or native)."""
 
+    def _insert_events(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+        """Insert new event rows (tuples in :data:`INSERT_COLUMNS` order), one statement.
+
+        The default goes through Core; a dialect may override it with its driver's fastest
+        bulk path (the SQLite store uses ``executemany`` on the driver cursor).
+        """
+        conn.execute(events.insert(), [dict(zip(INSERT_COLUMNS, row, strict=True)) for row in rows])
+
     @contextlib.contextmanager
     def _reader(self) -> Iterator[Connection]:
         with self.engine.connect() as conn:
@@ -261,7 +288,7 @@ class SQLStore(LedgerStore):
         link = hasher.link
         checksum_of = hasher.checksum
         outcomes: list[AppendOutcome] = []
-        rows: list[dict[str, Any]] = []
+        rows: list[tuple[Any, ...]] = []
         for index, item in enumerate(items):
             parent_id = item.parent_id
             if item.parent_index is not None:
@@ -350,23 +377,23 @@ class SQLStore(LedgerStore):
                 head[4] = item.timestamp
             kept = keep_received_at[index] if index < len(keep_received_at) else None
             rows.append(
-                {
-                    "event_id": event_id,
-                    "agent": item.agent,
-                    "sequence_no": seq,
-                    "timestamp": item.timestamp,
-                    "received_at": kept or received,
-                    "event": item.event,
-                    "parent_id": parent_id,
-                    "session_id": item.session_id,
-                    "supersedes": item.supersedes,
-                    "importance": item.importance,
-                    "idempotency_key": item.idempotency_key,
-                    "fingerprint": item.fingerprint,
-                    "record": canon,
-                    "checksum": checksum,
-                    "chain_hash": chain_hash,
-                }
+                (
+                    event_id,
+                    item.agent,
+                    seq,
+                    item.timestamp,
+                    kept or received,
+                    item.event,
+                    parent_id,
+                    item.session_id,
+                    item.supersedes,
+                    item.importance,
+                    item.idempotency_key,
+                    item.fingerprint,
+                    canon,
+                    checksum,
+                    chain_hash,
+                )
             )
             outcome = AppendOutcome(
                 ok=True,
@@ -392,7 +419,7 @@ class SQLStore(LedgerStore):
             if item.idempotency_key is not None:
                 by_key[(item.agent, item.idempotency_key)] = (item.fingerprint, dup)
         if rows:
-            conn.execute(events.insert(), rows)
+            self._insert_events(conn, rows)
             new_heads = []
             for name, (seq, chain_hash, count, first, last, is_new) in heads.items():
                 if is_new:
@@ -512,7 +539,9 @@ class SQLStore(LedgerStore):
             ).first()
             if exists is None:
                 return None
-            seed = select(literal(event_id).label("event_id"))
+            # seeded from the row itself (not a literal) so the column's type and collation
+            # match the recursive term on every dialect
+            seed = select(events.c.event_id).where(events.c.event_id == event_id)
             desc = seed.cte("descendants", recursive=True)
             child = events.alias("c")
             step = select(child.c.event_id).where(child.c.parent_id == desc.c.event_id)

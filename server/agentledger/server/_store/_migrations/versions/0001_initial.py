@@ -67,6 +67,53 @@ def upgrade() -> None:
         sa.Column("name", sa.String(64), primary_key=True),
         sa.Column("value", sa.Text, nullable=False),
     )
+    if op.get_context().dialect.name == "postgresql":
+        _postgresql_upgrade()
+
+
+#: Text columns that are compared or ordered: byte order ("C"), as SQLite compares them.
+_PG_C_COLUMNS = (
+    ("events", "event_id", 36),
+    ("events", "agent", 255),
+    ("events", "timestamp", 32),
+    ("events", "received_at", 32),
+    ("events", "event", 255),
+    ("events", "parent_id", 36),
+    ("events", "session_id", 255),
+    ("events", "supersedes", 36),
+    ("events", "idempotency_key", 255),
+    ("agents", "agent", 255),
+    ("agents", "first_seen", 32),
+    ("agents", "last_seen", 32),
+    ("api_keys", "created_at", 32),
+    ("api_keys", "expires_at", 32),
+)
+
+
+def _postgresql_upgrade() -> None:
+    """PostgreSQL only: byte-order collation, 64-bit row ids, ``data`` as generated jsonb.
+
+    ``record`` (bytea) stays the canonical JSON the chain covers, byte for byte; ``data`` is a
+    jsonb copy of its ``data`` member for SQL queries, computed by the database on insert and
+    ``NULL`` when ``record`` is (forget tombstones) or holds an escaped NUL, which jsonb cannot
+    store.
+    """
+    for table, column, length in _PG_C_COLUMNS:
+        op.execute(
+            f'ALTER TABLE {table} ALTER COLUMN "{column}" TYPE varchar({length}) COLLATE "C"'
+        )
+    op.execute("ALTER TABLE events ALTER COLUMN id TYPE bigint")
+    op.execute("ALTER SEQUENCE events_id_seq AS bigint")
+    op.execute(
+        "CREATE FUNCTION agentledger_record_data(record bytea) RETURNS jsonb "
+        "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ "
+        "SELECT CASE WHEN position('\\x5c7530303030'::bytea IN record) = 0 "
+        "THEN convert_from(record, 'UTF8')::jsonb -> 'data' END $$"
+    )
+    op.execute(
+        "ALTER TABLE events ADD COLUMN data jsonb "
+        "GENERATED ALWAYS AS (agentledger_record_data(record)) STORED"
+    )
 
 
 def downgrade() -> None:
@@ -78,3 +125,5 @@ def downgrade() -> None:
     op.drop_index("ix_events_agent_ts", "events")
     op.drop_index("ix_events_parent", "events")
     op.drop_table("events")
+    if op.get_context().dialect.name == "postgresql":
+        op.execute("DROP FUNCTION IF EXISTS agentledger_record_data(bytea)")

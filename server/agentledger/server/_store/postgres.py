@@ -1,0 +1,318 @@
+"""The PostgreSQL store: several server processes on one shared, durable database.
+
+Selected by ``agentledger serve --db postgresql://user@host:5432/dbname`` (``postgres://`` and
+``postgresql+psycopg://`` are accepted too). It shares every query with the SQLite store
+(:class:`~agentledger.server._store._sql.SQLStore`, SQLAlchemy Core); what differs is here:
+
+* **Driver and pool**: psycopg 3 through SQLAlchemy's ``postgresql+psycopg`` dialect, a
+  ``QueuePool`` of ``pool_size`` connections (+ the same again as overflow), pre-ping on
+  checkout so a restarted database costs one failed ping, not a failed request.
+* **Per-agent serialized appends, never a global lock**: an append transaction first takes
+  ``pg_advisory_xact_lock(key)`` for each agent it writes, keys in ascending order (so two
+  multi-agent batches cannot deadlock), where ``key`` is the first 8 bytes of
+  ``BLAKE2b(agent)`` as a signed 64-bit integer. Appends of one agent, from any number of
+  processes, run one after the other, so ``sequence_no`` stays gapless and every chain link
+  follows its predecessor; appends of different agents run in parallel. The locks are released
+  by ``COMMIT``/``ROLLBACK``; nothing can leak them.
+* **Idempotency under concurrency**: the duplicate look-up runs after the agent lock is held, so
+  two racing requests with one ``(agent, idempotency_key)`` resolve to one row and the loser gets
+  ``duplicate: true``. Client ``event_id`` is unique across agents; a race between *different*
+  agents on one id ends in a unique violation, and the transaction is retried (up to
+  ``_RETRIES`` times), where the look-up then finds the winner's row. Deadlocks (SQLSTATE
+  ``40P01``) are retried the same way.
+* **Timeouts**: every connection sets ``statement_timeout`` (``statement_timeout_s``),
+  ``lock_timeout`` (the same; bounds the wait for an agent's lock) and
+  ``idle_in_transaction_session_timeout`` (60 s), so a stuck client cannot hold an agent's
+  lock for ever.
+* **Start-up checks**: an unreachable server, an unknown database, a failed login or a role
+  that may not create the schema or read and write its tables raises :class:`StoreStartupError`
+  (a :class:`ValueError`, so ``agentledger serve`` prints it and exits 2) naming what to fix.
+  Migrations run under a transaction-scoped advisory lock, so several processes starting at
+  once on an empty database migrate it exactly once.
+* **Schema**: the Alembic migrations of the package (PostgreSQL parts guarded by dialect):
+  text columns compared for ordering use ``COLLATE "C"`` (byte order, as SQLite), ``record``
+  (the canonical JSON the chain covers, byte for byte) is ``bytea``, and ``data`` is a
+  generated ``jsonb`` column derived from it (``NULL`` for forget tombstones).
+
+The canonical JSON (RFC 8785) is computed in Python from the values as stored, so a chain
+written on SQLite verifies after export/import into PostgreSQL and back.
+
+Configuration (constructor arguments override the environment):
+
+| variable | default | meaning |
+|---|---|---|
+| ``AGENTLEDGER_PG_POOL_SIZE`` | ``10`` | pooled connections per process (+ as many overflow) |
+| ``AGENTLEDGER_PG_STATEMENT_TIMEOUT_S`` | ``30`` | statement and lock timeout, seconds |
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, create_engine, func, text
+from sqlalchemy.engine.url import URL, make_url
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+from agentledger.server._ingest import PreparedEvent
+from agentledger.server._store._sql import SQLStore
+from agentledger.server._store.base import AppendOutcome
+from agentledger.server._store.sqlite import run_migrations
+
+__all__ = ["PostgresStore", "StoreStartupError", "advisory_key", "postgres_url"]
+
+#: Retries of an append transaction after a unique violation on ``event_id`` (a race between
+#: agents on one client id) or a deadlock; the retried look-up finds the winner's row.
+_RETRIES = 3
+#: Advisory lock serializing migrations of concurrently starting processes.
+_MIGRATION_LOCK = 0x616C_6D69_6772  # "almigr"
+_RETRY_STATES = frozenset({"23505", "40P01", "40001"})
+_TABLES = ("events", "agents", "api_keys", "ledger_meta")
+
+
+class StoreStartupError(ValueError):
+    """The PostgreSQL store cannot start: unreachable, login refused, or missing rights.
+
+    The message names the database (password hidden) and what to change.
+    """
+
+
+def postgres_url(db: str) -> URL:
+    """The SQLAlchemy URL (psycopg 3 driver) for a ``postgresql://`` or ``postgres://`` URL.
+
+    Raises:
+        ValueError: not a PostgreSQL URL, or a driver other than psycopg.
+    """
+    url = make_url(db.replace("postgres://", "postgresql://", 1))
+    if url.get_backend_name() != "postgresql":
+        raise ValueError(f"not a PostgreSQL URL: {url.render_as_string(hide_password=True)}")
+    if url.drivername not in ("postgresql", "postgresql+psycopg"):
+        raise ValueError(f"unsupported PostgreSQL driver {url.drivername!r}; use postgresql://")
+    return url.set(drivername="postgresql+psycopg")
+
+
+def advisory_key(agent: str) -> int:
+    """The advisory lock key of ``agent``: BLAKE2b's first 8 bytes as a signed 64-bit int."""
+    digest = hashlib.blake2b(agent.encode(), digest_size=8, person=b"agentledger").digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _env_number(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from None
+
+
+def _sqlstate(error: DBAPIError) -> str | None:
+    return getattr(error.orig, "sqlstate", None)
+
+
+class PostgresStore(SQLStore):
+    """The PostgreSQL ledger store (see the module docstring for the design).
+
+    Args:
+        db: ``postgresql://user[:password]@host[:port]/dbname[?sslmode=...]``.
+        chain_key: HMAC key for chain links (``None``: SHA-256).
+        pool_size: connections kept per process (default ``AGENTLEDGER_PG_POOL_SIZE`` or 10);
+            up to as many again are opened under load.
+        statement_timeout_s: statement and lock timeout in seconds (default
+            ``AGENTLEDGER_PG_STATEMENT_TIMEOUT_S`` or 30).
+
+    Raises:
+        StoreStartupError: the database is unreachable, refuses the login, or the role may
+            not create or use the schema.
+        ValueError: a malformed URL or configuration value.
+    """
+
+    def __init__(
+        self,
+        db: str,
+        *,
+        chain_key: str | None = None,
+        pool_size: int | None = None,
+        statement_timeout_s: float | None = None,
+    ) -> None:
+        url = postgres_url(db)
+        self.display_url = url.render_as_string(hide_password=True)
+        size = int(pool_size or _env_number("AGENTLEDGER_PG_POOL_SIZE", 10))
+        timeout_s = statement_timeout_s or _env_number("AGENTLEDGER_PG_STATEMENT_TIMEOUT_S", 30)
+        if size < 1 or timeout_s <= 0:
+            raise ValueError("pool size must be >= 1 and the statement timeout > 0 s")
+        timeout_ms = int(timeout_s * 1000)
+        options = (
+            f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms} "
+            "-c idle_in_transaction_session_timeout=60000"
+        )
+        engine = create_engine(
+            url,
+            pool_size=size,
+            max_overflow=size,
+            pool_pre_ping=True,
+            pool_timeout=timeout_s,
+            connect_args={
+                "options": options,
+                "application_name": "agentledger",
+                "connect_timeout": 10,
+            },
+        )
+        super().__init__(engine, chain_key=chain_key)
+        try:
+            self._migrate()
+            self._check_rights()
+        except BaseException:
+            engine.dispose()
+            raise
+
+    # -- start-up ----------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
+                run_migrations(conn)
+        except OperationalError as error:
+            raise StoreStartupError(self._explain(error)) from None
+        except DBAPIError as error:
+            if _sqlstate(error) == "42501":  # insufficient_privilege
+                raise StoreStartupError(
+                    f"PostgreSQL role may not create the ledger schema in {self.display_url}: "
+                    f"{_first_line(error)}. Run the server once as the database owner (it "
+                    "migrates the schema), or GRANT CREATE ON SCHEMA public to this role"
+                ) from None
+            raise
+
+    def _check_rights(self) -> None:
+        query = text(
+            "SELECT t FROM unnest(CAST(:tables AS text[])) AS t "
+            "WHERE NOT has_table_privilege(current_user, t, 'SELECT, INSERT, UPDATE, DELETE')"
+        )
+        with self.engine.connect() as conn:
+            missing = [row[0] for row in conn.execute(query, {"tables": list(_TABLES)})]
+            role = conn.execute(text("SELECT current_user")).scalar_one()
+        if missing:
+            raise StoreStartupError(
+                f"PostgreSQL role {role!r} lacks SELECT, INSERT, UPDATE, DELETE on "
+                f"{', '.join(missing)} in {self.display_url}; GRANT them to the role"
+            )
+
+    def _explain(self, error: OperationalError) -> str:
+        detail = _first_line(error)
+        state = _sqlstate(error)
+        if state == "3D000":
+            hint = "the database does not exist (createdb it first)"
+        elif state in ("28P01", "28000"):
+            hint = "the login was refused (check user, password and pg_hba.conf)"
+        else:
+            hint = "is PostgreSQL running and reachable at that host and port?"
+        return f"cannot open PostgreSQL at {self.display_url}: {detail} ({hint})"
+
+    # -- dialect hooks -----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _writer(self) -> Iterator[Connection]:
+        """A plain transaction: row locks and the per-agent advisory locks of :meth:`append`
+        are what serialize writers on PostgreSQL."""
+        with self.engine.begin() as conn:
+            yield conn
+
+    def _distinct_list(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+        return func.array_agg(column.distinct())
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def append(
+        self, items: Sequence[PreparedEvent], *, keep_received_at: Sequence[str | None] = ()
+    ) -> list[AppendOutcome]:
+        """See :meth:`LedgerStore.append`: one transaction holding the agents' advisory locks.
+
+        Raises:
+            sqlalchemy.exc.DBAPIError: the database failed (after ``_RETRIES`` retries of
+                unique-violation and deadlock races).
+        """
+        if not items:
+            return []
+        refused = _refuse_nul(items)
+        if refused:
+            return self._append_around(items, keep_received_at, refused)
+        keys = sorted({advisory_key(item.agent) for item in items})
+        lock = text("SELECT pg_advisory_xact_lock(:k)")
+        attempt = 0
+        while True:
+            try:
+                with self.engine.begin() as conn:
+                    for key in keys:
+                        conn.execute(lock, {"k": key})
+                    return self._append_in(conn, items, keep_received_at)
+            except (IntegrityError, OperationalError) as error:
+                attempt += 1
+                if attempt > _RETRIES or _sqlstate(error) not in _RETRY_STATES:
+                    raise
+
+    def _append_around(
+        self,
+        items: Sequence[PreparedEvent],
+        keep_received_at: Sequence[str | None],
+        refused: dict[int, AppendOutcome],
+    ) -> list[AppendOutcome]:
+        """Append the items not in ``refused``; items naming a refused parent fail too."""
+        kept: list[PreparedEvent] = []
+        kept_received: list[str | None] = []
+        position: dict[int, int] = {}  # batch index -> index among the kept items
+        for index, item in enumerate(items):
+            if index in refused:
+                continue
+            parent_index = item.parent_index
+            if parent_index is not None and 0 <= parent_index < index:
+                if parent_index in refused:
+                    refused[index] = AppendOutcome(
+                        ok=False,
+                        status=422,
+                        error=f"parent_index: item {parent_index} was not written",
+                    )
+                    continue
+                item = dataclasses.replace(item, parent_index=position[parent_index])
+            elif parent_index is not None:
+                refused[index] = AppendOutcome(
+                    ok=False,
+                    status=422,
+                    error=f"parent_index: must name an earlier item (< {index})",
+                )
+                continue
+            position[index] = len(kept)
+            kept.append(item)
+            kept_received.append(keep_received_at[index] if index < len(keep_received_at) else None)
+        written = iter(self.append(kept, keep_received_at=kept_received) if kept else [])
+        return [refused[i] if i in refused else next(written) for i in range(len(items))]
+
+
+def _refuse_nul(items: Sequence[PreparedEvent]) -> dict[int, AppendOutcome]:
+    """422 outcomes for items whose indexed text holds a NUL character.
+
+    PostgreSQL text cannot store U+0000 (``data`` and ``metadata`` can: they live in the
+    ``bytea`` record), so such an item is refused, naming the field, instead of failing the
+    whole batch.
+    """
+    refused: dict[int, AppendOutcome] = {}
+    for index, item in enumerate(items):
+        for name in ("event", "session_id", "idempotency_key"):
+            value = getattr(item, name)
+            if value is not None and "\x00" in value:
+                refused[index] = AppendOutcome(
+                    ok=False,
+                    status=422,
+                    error=f"{name}: must not contain NUL (U+0000) characters",
+                )
+                break
+    return refused
+
+
+def _first_line(error: DBAPIError) -> str:
+    return str(error.orig).strip().splitlines()[0] if error.orig else str(error)
