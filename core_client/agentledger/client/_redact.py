@@ -147,6 +147,13 @@ PATTERN_NAMES: frozenset[str] = frozenset(_PATTERNS)
 
 
 def _string_redactor(patterns: Collection[str]) -> _Sub | None:
+    if not patterns:
+        return None
+    return _string_redactor_for(frozenset(patterns))
+
+
+@functools.lru_cache(maxsize=64)
+def _string_redactor_for(patterns: frozenset[str]) -> _Sub | None:
     unknown = set(patterns) - PATTERN_NAMES
     if unknown:
         raise ValueError(
@@ -181,6 +188,51 @@ def redact(value: Any, *, patterns: Collection[str] = ()) -> Any:
         ValueError: an unknown pattern name.
     """
     sub = _string_redactor(patterns)
+    if type(value) is dict or type(value) is list:
+        try:
+            return _copy_fast(value, sub, 0)
+        except _TooDeep:
+            pass
+    return _copy_iterative(value, sub)
+
+
+class _TooDeep(Exception):
+    pass
+
+
+_FAST_DEPTH = 200
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _copy_fast(value: Any, sub: _Sub | None, depth: int) -> Any:
+    """Recursive copy for plain dicts/lists (the common case, ~3x faster than the stack walk)."""
+    if depth > _FAST_DEPTH:
+        raise _TooDeep
+    kind = type(value)
+    if kind is dict:
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            if is_secret_key(key if type(key) is str else str(key)):
+                out[key] = REDACTED
+            elif type(item) in _SCALARS:
+                out[key] = sub(item) if sub is not None and type(item) is str else item
+            else:
+                out[key] = _copy_fast(item, sub, depth + 1)
+        return out
+    if kind is list or kind is tuple:
+        return [
+            (sub(item) if sub is not None and type(item) is str else item)
+            if type(item) in _SCALARS
+            else _copy_fast(item, sub, depth + 1)
+            for item in value
+        ]
+    if isinstance(value, Mapping | list | tuple):  # a Mapping subclass or the like
+        return _copy_iterative(value, sub)
+    return sub(value) if sub is not None and isinstance(value, str) else value
+
+
+def _copy_iterative(value: Any, sub: _Sub | None) -> Any:
+    """Stack-based copy: no recursion limit, any Mapping/sequence types."""
 
     def leaf(v: Any) -> Any:
         if sub is not None and isinstance(v, str):

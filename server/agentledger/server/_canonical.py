@@ -60,6 +60,53 @@ def inspect_value(value: Any, *, max_depth: int) -> bool:
         InputLimitError: nesting deeper than ``max_depth``, an integer outside
             ±(2**53 - 1), a non-finite float, or a non-string key.
     """
+    try:
+        return _inspect_fast(value, 1, max_depth)
+    except _Recheck:
+        return _inspect_slow(value, max_depth)
+
+
+class _Recheck(Exception):
+    """Something unusual: the slow walk decides (and names the path)."""
+
+
+def _inspect_fast(value: Any, depth: int, max_depth: int) -> bool:
+    # Recursive walk over plain dicts/lists; anything unusual defers to _inspect_slow.
+    if depth > max_depth:
+        raise _Recheck
+    fast = True
+    kind = type(value)
+    if kind is dict:
+        children: Any = value.values()
+        for key in value:
+            if type(key) is not str:
+                raise _Recheck
+            if not key.isascii():
+                fast = False
+    elif kind is list:
+        children = value
+    else:
+        raise _Recheck
+    for child in children:
+        ckind = type(child)
+        if ckind is str or ckind is bool or child is None:
+            continue
+        if ckind is int:
+            if not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
+                raise _Recheck
+        elif ckind is float:
+            if not math.isfinite(child):
+                raise _Recheck
+            fast = False
+        elif ckind is dict or ckind is list:
+            if not _inspect_fast(child, depth + 1, max_depth):
+                fast = False
+        else:
+            raise _Recheck
+    return fast
+
+
+def _inspect_slow(value: Any, max_depth: int) -> bool:
     fast = True
     stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(value, 1, ())]
     while stack:

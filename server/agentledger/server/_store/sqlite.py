@@ -24,7 +24,7 @@ from sqlalchemy import ColumnElement, Connection, create_engine, event, func
 from sqlalchemy.engine.url import make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from agentledger.server._store._sql import SQLStore
+from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore
 
 __all__ = ["MIGRATIONS_DIR", "SQLiteStore", "sqlite_path"]
 
@@ -90,6 +90,9 @@ class SQLiteStore(SQLStore):
         super().__init__(engine, chain_key=chain_key)
         self.path = path
         self._write_lock = threading.Lock()
+        columns = ", ".join(INSERT_COLUMNS)
+        marks = ", ".join("?" for _ in INSERT_COLUMNS)
+        self._insert_sql = f"INSERT INTO events ({columns}) VALUES ({marks})"
         with self._write_lock, engine.connect() as conn:
             driver = conn.connection.driver_connection
             assert driver is not None
@@ -114,6 +117,11 @@ class SQLiteStore(SQLStore):
                 driver.execute("ROLLBACK")
                 raise
             driver.execute("COMMIT")
+
+    def _insert_events(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+        driver = conn.connection.driver_connection
+        assert driver is not None
+        driver.executemany(self._insert_sql, rows)
 
     def _distinct_list(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
         return func.json_group_array(column.distinct())

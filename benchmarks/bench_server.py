@@ -1,0 +1,345 @@
+"""Ledger server benchmark: ours (real ``agentledger serve`` over HTTP) next to raw limits.
+
+Measures, in one run on this machine:
+
+* ingest: events/s through the real HTTP path (batches of 500, one client connection) vs a raw
+  ``sqlite3`` loop doing the same durable work in-process (canonical JSON with sorted keys,
+  SHA-256 checksum + chain link, ``executemany`` per 500 in WAL, ``synchronous=NORMAL``);
+  targets: ratio >= 0.3x and >= 20,000 events/s;
+* ``why()`` at depth 1,000 over HTTP (median of 20; target < 50 ms);
+* ``impact()`` of a 10,000-event subtree over HTTP (median of 5; target < 500 ms);
+* export of N events as streamed NDJSON with the server's peak RSS sampled during the stream
+  (default N = 200,000; ``--full`` = 1,000,000);
+* ``verify`` over HTTP (GET /v1/events/chain) of the same N events (target >= 100,000 events/s).
+
+Usage: ``python benchmarks/bench_server.py [--quick | --full] [--events N] [--export-events N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import signal
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import psutil
+
+KEY = "bench-key"
+BATCH = 500
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def server(db: Path) -> Iterator[tuple[str, psutil.Process]]:
+    port = free_port()
+    exe = Path(sys.executable).parent / "agentledger"
+    proc = subprocess.Popen(
+        [str(exe), "serve", "--db", str(db), "--port", str(port), "--dev-key", KEY],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError("server did not start")
+            time.sleep(0.05)
+        yield url, psutil.Process(proc.pid)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def event_data(i: int) -> dict[str, Any]:
+    return {
+        "tool": "lookup_order",
+        "args": {"order_id": f"ORD-{i}", "include": ["items", "payments"]},
+        "text": "customer asked about a refund for a damaged item",
+        "step": i,
+    }
+
+
+def batches(agent: str, n: int, *, chain_ids: bool = False) -> Iterator[bytes]:
+    for start in range(0, n, BATCH):
+        items = []
+        for i in range(start, min(n, start + BATCH)):
+            item: dict[str, Any] = {
+                "agent": agent,
+                "event": "tool_call",
+                "data": event_data(i),
+                "session_id": f"s-{i // 50}",
+            }
+            if i % BATCH:
+                item["parent_index"] = (i % BATCH) - 1
+            items.append(item)
+        yield orjson.dumps({"events": items})
+
+
+def ingest_http(url: str, agent: str, n: int) -> float:
+    bodies = list(batches(agent, n))
+    headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+    with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
+        client.get("/health")
+        start = time.perf_counter()
+        for body in bodies:
+            response = client.post("/v1/events/batch", content=body)
+            response.raise_for_status()
+            if response.json()["failed"]:
+                raise RuntimeError(response.text[:500])
+        elapsed = time.perf_counter() - start
+    return n / elapsed
+
+
+def ingest_raw(path: Path, n: int) -> float:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(
+        "CREATE TABLE events (id INTEGER PRIMARY KEY, event_id TEXT UNIQUE, agent TEXT,"
+        " sequence_no INTEGER, timestamp TEXT, event TEXT, parent_id TEXT, session_id TEXT,"
+        " record BLOB, checksum TEXT, chain_hash TEXT, UNIQUE(agent, sequence_no))"
+    )
+    conn.execute("CREATE INDEX ix_parent ON events(parent_id)")
+    previous = ""
+    start = time.perf_counter()
+    parent = None
+    for first in range(0, n, BATCH):
+        rows = []
+        for i in range(first, min(n, first + BATCH)):
+            event_id = str(uuid.uuid4())
+            ts = time.strftime("%Y-%m-%dT%H:%M:%S.000000+00:00", time.gmtime())
+            record = {
+                "event_id": event_id,
+                "agent": "raw",
+                "sequence_no": i + 1,
+                "timestamp": ts,
+                "event": "tool_call",
+                "data": event_data(i),
+                "parent_id": parent if i % BATCH else None,
+                "session_id": f"s-{i // 50}",
+                "metadata": None,
+                "supersedes": None,
+            }
+            canon = orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
+            checksum = hashlib.sha256(canon).hexdigest()
+            previous = hashlib.sha256(previous.encode() + canon).hexdigest()
+            rows.append(
+                (
+                    event_id,
+                    "raw",
+                    i + 1,
+                    ts,
+                    "tool_call",
+                    record["parent_id"],
+                    record["session_id"],
+                    canon,
+                    checksum,
+                    previous,
+                )
+            )
+            parent = event_id
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "INSERT INTO events (event_id, agent, sequence_no, timestamp, event, parent_id,"
+            " session_id, record, checksum, chain_hash) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            rows,
+        )
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return n / elapsed
+
+
+def post_chain(client: httpx.Client, agent: str, parents: list[str | None]) -> list[str]:
+    """Write one event per entry with the given parent (client-side ids)."""
+    ids = [str(uuid.uuid4()) for _ in parents]
+    index = {None: None}
+    for start in range(0, len(parents), BATCH):
+        items = []
+        for i in range(start, min(len(parents), start + BATCH)):
+            p = parents[i]
+            items.append(
+                {
+                    "agent": agent,
+                    "event": "step",
+                    "data": {"i": i},
+                    "event_id": ids[i],
+                    "parent_id": ids[int(p)] if p is not None else None,
+                }
+            )
+        response = client.post("/v1/events/batch", json={"events": items})
+        response.raise_for_status()
+    del index
+    return ids
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> float:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    parser.add_argument("--full", action="store_true", help="export/verify 1,000,000 events")
+    parser.add_argument("--events", type=int, default=None, help="ingest events (100,000)")
+    parser.add_argument("--export-events", type=int, default=None, help="export events")
+    args = parser.parse_args()
+    n_ingest = args.events or (10_000 if args.quick else 100_000)
+    n_export = args.export_events or (
+        20_000 if args.quick else 1_000_000 if args.full else 200_000
+    )
+    tmp = Path(tempfile.mkdtemp(prefix="agentledger-bench-"))
+    rows: list[tuple[str, str, str, str, str]] = []
+
+    raw_rate = ingest_raw(tmp / "raw.db", n_ingest)
+    with server(tmp / "ledger.db") as (url, proc):
+        ours_rate = ingest_http(url, "bench-ingest", n_ingest)
+        ratio = ours_rate / raw_rate
+        rows.append(
+            (
+                f"ingest {n_ingest:,} events, batches of 500",
+                f"{ours_rate:,.0f} ev/s",
+                f"raw sqlite3 {raw_rate:,.0f} ev/s",
+                f"{ratio:.2f}x",
+                "ok" if ratio >= 0.3 and ours_rate >= 20_000 else "MISS (>=0.3x, >=20k)",
+            )
+        )
+        headers = {"Authorization": f"Bearer {KEY}"}
+        with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
+            chain = post_chain(client, "bench-why", [None, *range(0, 1_000)])
+            why_ms = timed(
+                lambda: client.get(f"/v1/events/{chain[-1]}/why", params={"depth": 1000})
+                .raise_for_status()
+                .json(),
+                20,
+            )
+            got = client.get(f"/v1/events/{chain[-1]}/why", params={"depth": 1000}).json()
+            assert got["chain_length"] == 1001, got["chain_length"]
+            rows.append(
+                (
+                    "why() depth 1,000 over HTTP (median of 20)",
+                    f"{why_ms:.1f} ms",
+                    "target 50 ms",
+                    f"{why_ms / 50:.2f}x of budget",
+                    "ok" if why_ms < 50 else "MISS",
+                )
+            )
+            # a 10,000-event subtree: each node's parent is an earlier node (fan-out ~3)
+            tree = post_chain(client, "bench-impact", [None, *[(i - 1) // 3 for i in range(1, 10_001)]])
+            impact_ms = timed(
+                lambda: client.get(f"/v1/events/{tree[0]}/impact").raise_for_status().json(),
+                5,
+            )
+            count = client.get(f"/v1/events/{tree[0]}/impact").json()["count"]
+            assert count == 10_000, count
+            rows.append(
+                (
+                    "impact() of a 10,000-event subtree (median of 5)",
+                    f"{impact_ms:.0f} ms",
+                    "target 500 ms",
+                    f"{impact_ms / 500:.2f}x of budget",
+                    "ok" if impact_ms < 500 else "MISS",
+                )
+            )
+            # export: load n_export events, then stream them while sampling the server's RSS
+            load_rate = ingest_http(url, "bench-export", n_export)
+            rss_before = proc.memory_info().rss
+            peak = rss_before
+            stop = threading.Event()
+
+            def sample() -> None:
+                nonlocal peak
+                while not stop.is_set():
+                    peak = max(peak, proc.memory_info().rss)
+                    time.sleep(0.02)
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
+            start = time.perf_counter()
+            lines = 0
+            with client.stream("GET", "/v1/events/export", params={"agent": "bench-export"}) as r:
+                for chunk in r.iter_bytes():
+                    lines += chunk.count(b"\n")
+            export_s = time.perf_counter() - start
+            stop.set()
+            sampler.join()
+            assert lines == n_export, lines
+            rows.append(
+                (
+                    f"export {n_export:,} events (NDJSON stream)",
+                    f"{n_export / export_s:,.0f} ev/s",
+                    f"server RSS {rss_before / 2**20:.0f} MiB before",
+                    f"peak {peak / 2**20:.0f} MiB (+{(peak - rss_before) / 2**20:.0f})",
+                    "ok" if peak - rss_before < 100 * 2**20 else "MISS (flat memory)",
+                )
+            )
+            start = time.perf_counter()
+            report = client.get("/v1/events/chain", params={"agent": "bench-export"}).json()
+            verify_s = time.perf_counter() - start
+            assert report["intact"] and report["verified"] == n_export, report["summary"]
+            verify_rate = n_export / verify_s
+            rows.append(
+                (
+                    f"verify {n_export:,} events over HTTP",
+                    f"{verify_rate:,.0f} ev/s",
+                    "target 100,000 ev/s",
+                    f"{verify_rate / 100_000:.2f}x",
+                    "ok" if verify_rate >= 100_000 else "MISS",
+                )
+            )
+            rows.append(
+                (
+                    f"(loading {n_export:,} export events, same HTTP path)",
+                    f"{load_rate:,.0f} ev/s",
+                    "",
+                    "",
+                    "",
+                )
+            )
+
+    header = ("measurement", "ours", "reference / limit", "ratio", "verdict")
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(5)]
+    line = " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
+    print(f"agentledger server benchmark ({os.cpu_count()} CPUs, SQLite {sqlite3.sqlite_version})")
+    print(line)
+    print("-|-".join("-" * w for w in widths))
+    for row in rows:
+        print(" | ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)))
+
+
+if __name__ == "__main__":
+    main()
