@@ -27,12 +27,18 @@ first sign of a model request         ``llm_start`` (the last tool result of the
 ``metrics_collected`` LLMMetrics      ``llm_end`` (its ``llm_start``), written when the
                                       reply text or the tool batch of the request is known
 ``tool_execution_updated`` started    ``tool_call`` (the ``llm_start`` of its request)
-``tool_execution_updated`` ended      ``tool_result`` / ``tool_error`` (its ``tool_call``,
-                                      joined on ``call_id``)
-``function_tools_executed``           closes the request's ``llm_end`` with its tool calls;
-                                      logs calls LiveKit never started (bad arguments)
+``tool_execution_updated`` ended +    ``tool_result`` / ``tool_error`` (its ``tool_call``,
+``function_tools_executed``           joined on ``call_id``): status, end time and the
+                                      exception text from ``tool_call_ended``, the output
+                                      the model was given from the batch; the batch also
+                                      closes the request's ``llm_end`` and logs calls
+                                      LiveKit never started (arguments that do not fit)
 ``conversation_item_added`` assistant ``assistant_response`` (the last ``llm_end`` or tool
-                                      result of its speech); ``interrupted`` child if cut off
+                                      result of its speech); if cut off, an
+                                      ``interrupted`` child: reason ``barge_in`` when the
+                                      user started speaking during that speech
+                                      (``user_state_changed``), else ``interrupted``
+speech done, interrupted, no reply    ``interrupted`` (the speech's last step)
 ``agent_false_interruption``          ``interrupted`` reason ``false_interruption``
 ``error``                             ``llm_error`` (the open ``llm_start``) or
                                       ``step_error`` (the agent step)
@@ -41,7 +47,7 @@ first sign of a model request         ``llm_start`` (the last tool result of the
 ====================================  ====================================================
 
 Levels: ``transcript`` logs only the session and the messages (``assistant_response`` then
-descends from the user message); ``standard`` adds model requests, tools, handoffs,
+descends from the user message); ``standard`` (default) adds model requests, tools, handoffs,
 interruptions and errors; ``verbose`` adds agent/user state changes (``state_set`` with key
 ``agent_state`` / ``user_state``), partial transcripts (``livekit.transcript_partial``), tool
 progress updates (``livekit.tool_update``) and every metric (``livekit.metrics``).

@@ -24,7 +24,8 @@ class Reply:
     Attributes:
         request_id: provider response id (``ChatChunk.id``; LiveKit's ``LLMMetrics.request_id``).
         text: streamed assistant text (may be empty).
-        calls: tool calls ``(name, args, call_id)``.
+        calls: tool calls ``(name, args, call_id)``; ``args`` is a dict, or a str sent as-is
+            (to script malformed JSON).
         usage: ``(prompt_tokens, completion_tokens, cached_tokens)``, or ``None`` for no usage.
         fail: raise ``APIConnectionError`` (non-retryable) instead of answering.
         delay_s: pause before each chunk.
@@ -32,7 +33,7 @@ class Reply:
 
     request_id: str
     text: str = ""
-    calls: Sequence[tuple[str, dict[str, Any], str]] = ()
+    calls: Sequence[tuple[str, dict[str, Any] | str, str]] = ()
     usage: tuple[int, int, int] | None = (20, 5, 0)
     fail: bool = False
     delay_s: float = 0.005
@@ -67,7 +68,11 @@ class FakeStream(llm.LLMStream):
                 await asyncio.sleep(reply.delay_s)
         if reply.calls:
             calls = [
-                llm.FunctionToolCall(name=name, arguments=json.dumps(args), call_id=call_id)
+                llm.FunctionToolCall(
+                    name=name,
+                    arguments=args if isinstance(args, str) else json.dumps(args),
+                    call_id=call_id,
+                )
                 for name, args, call_id in reply.calls
             ]
             self._event_ch.send_nowait(

@@ -269,3 +269,26 @@ async def test_mock_tools_replaces_a_tool(run_session: RunSession, stored: Store
     result = s.one("tool_result")
     assert s.parent(result) is call
     assert result["data"]["result"] == "rainy in Bergen"
+
+
+async def test_tool_arguments_that_do_not_fit(
+    run_session: RunSession, stored: StoredReader
+) -> None:
+    """LiveKit never starts a call whose arguments do not fit the tool's signature; it still
+    gets a tool_call and a tool_error, from ``function_tools_executed``."""
+    await run_session(
+        [
+            Reply("req-1", calls=[("get_weather", '{"town": "Paris"}', "call-bad")]),
+            Reply("req-2", text="Which city?"),
+        ],
+        ["Weather?"],
+    )
+    s = stored()
+    call = s.one("tool_call")
+    assert call["data"]["tool"] == "get_weather"
+    assert call["data"]["args"] == {"town": "Paris"}
+    assert s.parent(call)["event"] == "llm_start"
+    error = s.one("tool_error")
+    assert s.parent(error) is call
+    assert "Error parsing arguments" in error["data"]["error"]
+    assert s.one("assistant_response")["data"]["text"] == "Which city?"
