@@ -29,6 +29,8 @@ __all__ = [
 #: How many chat items ``llm_start.data.messages`` keeps (the tail, oldest first).
 MESSAGE_TAIL = 12
 
+_SENT_TYPES = frozenset({"message", "function_call", "function_call_output"})
+
 # ChatMessage.metrics key (seconds) -> our key (ms). Source: livekit-agents 1.8
 # ``llm.chat_context.MetricsReport``; absent keys are left out, never reported as 0.
 _LATENCY_KEYS = {
@@ -117,6 +119,9 @@ def chat_item(item: Any) -> dict[str, Any]:
 def request_messages(items: Iterable[Any], started_at: float) -> list[dict[str, Any]]:
     """The tail of the chat context a model request saw: items created at or before its start.
 
+    Only what a model is sent is kept (messages, function calls and their outputs); handoff
+    and configuration markers of the chat context are skipped.
+
     Args:
         items: ``AgentSession.history.items`` (oldest first).
         started_at: request start, epoch seconds.
@@ -125,6 +130,8 @@ def request_messages(items: Iterable[Any], started_at: float) -> list[dict[str, 
     """
     tail: list[dict[str, Any]] = []
     for item in reversed(list(items)):
+        if getattr(item, "type", None) not in _SENT_TYPES:
+            continue
         created = getattr(item, "created_at", None)
         if isinstance(created, int | float) and created > started_at:
             continue

@@ -254,6 +254,12 @@ class LedgerSessionObserver:
             if self._session_id is None:
                 self._session_id = _job_id() or uuid.uuid4().hex
             self._session_start = self._log(v.SESSION_START, self._start_data(session), None)
+            agent = _current_agent(session)
+            if agent is not None and self._rank >= 1:
+                # Attached to a running session: its first agent's handoff event has passed.
+                self._agent_name = getattr(agent, "id", None)
+                data = {"name": self._agent_name, "kind": "agent", "inputs": {}}
+                self._agent_step = self._log(v.STEP_START, data, self._session_start)
         self._subscribe(session)
         return self
 

@@ -216,3 +216,21 @@ def test_missing_extra_names_it() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode != 0
     assert "pip install 'agentledger[livekit]'" in done.stderr
+
+
+async def test_attach_to_a_running_session(ledger: Ledger, stored: StoredReader) -> None:
+    model = FakeLLM([Reply("req-1", text="Hi."), Reply("req-2", text="Bye.")])
+    async with AgentSession[Any](llm=model) as session:
+        await session.start(WeatherAgent())
+        await session.run(user_input="Hello")
+        LedgerSessionObserver(ledger).attach(session)
+        await session.run(user_input="Goodbye")
+    s = stored()
+    assert [u["data"]["text"] for u in s.of("user_message")] == ["Goodbye"]
+    agent = s.one("step_start", name="weather_agent")
+    assert s.parent(agent) is s.one("session_start")
+    start = s.one("llm_start")
+    # The request saw the whole conversation, including the turn before attach().
+    assert [m.get("text") for m in start["data"]["messages"]] == ["Hello", "Hi.", "Goodbye"]
+    assert start["data"]["tools"] == ["book_flight", "get_time", "get_weather"]
+    assert s.parent(s.one("assistant_response"))["data"]["request_id"] == "req-2"
