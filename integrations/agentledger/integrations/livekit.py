@@ -258,7 +258,7 @@ class LedgerSessionObserver:
             if agent is not None and self._rank >= 1:
                 # Attached to a running session: its first agent's handoff event has passed.
                 self._agent_name = getattr(agent, "id", None)
-                data = {"name": self._agent_name, "kind": "agent", "inputs": {}}
+                data: dict[str, Any] = {"name": self._agent_name, "kind": "agent", "inputs": {}}
                 self._agent_step = self._log(v.STEP_START, data, self._session_start)
         self._subscribe(session)
         return self
