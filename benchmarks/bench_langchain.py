@@ -1,0 +1,325 @@
+"""LangChain callback overhead: no handler vs ours vs zizkadb-sdk's handler, same server.
+
+Workload: one run = ``--steps`` sequential ``prompt | fake chat model | parser`` calls (2,000 by
+default: an agent making 2,000 model calls), 8 callbacks per step. Each handler logs to the same
+``agentledger serve`` (started here on loopback with a temp SQLite unless ``--url``).
+
+* ``none``: no callbacks.
+* ``ours``: :class:`agentledger.integrations.langchain.LedgerCallbackHandler` with a
+  :class:`agentledger.client.Ledger` (non-blocking ``log()``, background batching). The run's
+  wall time excludes the final ``flush``, which is reported separately as "drain".
+* ``zizkadb``: ``zizkadb.integrations.langchain.ZizkaDBCallbackHandler`` (zizkadb-sdk 0.5.0),
+  an ``AsyncCallbackHandler`` that awaits one HTTP request per event. Measured over
+  ``--reference-steps`` steps (default 300; it is slow) and compared per callback.
+
+Async runs (``ainvoke``) for all three, the reference handler's native mode; ``ours`` and
+``none`` also run sync (``invoke``). ``none`` and ``ours`` are repeated ``--repeat`` times and
+the median is shown. Targets (issue 5): ours adds <= 15 % to the no-handler run and costs
+>= 20x less per callback than the reference.
+
+    python benchmarks/bench_langchain.py            # ~1 min
+    python benchmarks/bench_langchain.py --quick    # smoke run, a few seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypedDict
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnableLambda
+from langgraph.graph import END, START, StateGraph
+
+from agentledger.client import Ledger
+from agentledger.integrations._demo import EmbeddedServer
+from agentledger.integrations.langchain import LedgerCallbackHandler
+
+# zizkadb-sdk otherwise pings its vendor at construction (wire-contract.md, "Testing").
+os.environ.setdefault("ZIZKADB_TELEMETRY", "false")
+os.environ.setdefault("ZIZKADB_QUIET", "1")
+
+
+class Loop(TypedDict):
+    n: int
+    limit: int
+    last: str
+
+
+def build_chain() -> Any:
+    """Workload ``lcel``: one step = ``prompt | model | parser`` (8 callbacks)."""
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "You are step {i} of a long run."), ("human", "Continue from {i}.")]
+    )
+    model = FakeListChatModel(responses=["ok, next step", "done with this one"])
+    return prompt | model | StrOutputParser()
+
+
+def build_graph() -> Any:
+    """Workload ``langgraph``: one step = one superstep of a looping node calling the model."""
+    model = FakeListChatModel(responses=["ok, next step", "done with this one"])
+
+    async def astep(state: Loop) -> dict[str, Any]:
+        reply = await model.ainvoke(f"step {state['n']}")
+        return {"n": state["n"] + 1, "last": reply.text}
+
+    def step(state: Loop) -> dict[str, Any]:
+        reply = model.invoke(f"step {state['n']}")
+        return {"n": state["n"] + 1, "last": reply.text}
+
+    graph = StateGraph(Loop)
+    graph.add_node("step", RunnableLambda(step, afunc=astep, name="step"))
+    graph.add_edge(START, "step")
+    graph.add_conditional_edges("step", lambda s: END if s["n"] >= s["limit"] else "step")
+    return graph.compile(name="loop")
+
+
+OURS = "ours: LedgerCallbackHandler + server"
+REFERENCE = "zizkadb-sdk ZizkaDBCallbackHandler"
+
+
+class NoopHandler(BaseCallbackHandler):
+    """Does nothing: what LangChain's own callback dispatch costs (the floor for any handler)."""
+
+    run_inline = True
+
+
+class CountingHandler(BaseCallbackHandler):
+    """Counts callbacks (run once, outside the timings)."""
+
+    run_inline = True
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def _count(self, *args: Any, **kwargs: Any) -> None:
+        self.calls += 1
+
+    on_chain_start = on_chain_end = on_chat_model_start = on_llm_end = _count
+    on_chain_error = on_llm_error = on_llm_start = _count
+
+
+@dataclass
+class Workload:
+    name: str
+    mode: str  # "sync" | "async"
+    runnable: Any
+
+    def run(self, steps: int, callbacks: list[Any]) -> float:
+        """Wall seconds of one run of ``steps`` steps."""
+        if self.mode == "async":
+            return asyncio.run(self._arun(steps, callbacks))
+        started = time.perf_counter()
+        if self.name == "langgraph":
+            config: Any = {"callbacks": callbacks, "recursion_limit": steps + 10}
+            self.runnable.invoke({"n": 0, "limit": steps, "last": ""}, config=config)
+        else:
+            for i in range(steps):
+                self.runnable.invoke({"i": i}, config={"callbacks": callbacks})
+        return time.perf_counter() - started
+
+    async def _arun(self, steps: int, callbacks: list[Any]) -> float:
+        started = time.perf_counter()
+        if self.name == "langgraph":
+            config: Any = {"callbacks": callbacks, "recursion_limit": steps + 10}
+            await self.runnable.ainvoke({"n": 0, "limit": steps, "last": ""}, config=config)
+        else:
+            for i in range(steps):
+                await self.runnable.ainvoke({"i": i}, config={"callbacks": callbacks})
+        return time.perf_counter() - started
+
+    def callbacks_per_step(self) -> float:
+        counter = CountingHandler()
+        Workload(self.name, "sync", self.runnable).run(20, [counter])
+        return counter.calls / 20
+
+
+@dataclass
+class Row:
+    workload: str
+    handler: str
+    steps: int
+    wall_s: float
+    baseline_s: float  # no-handler wall time, same workload and steps
+    callbacks: float
+    drain_s: float | None = None
+
+    @property
+    def per_step_ms(self) -> float:
+        return self.wall_s / self.steps * 1000.0
+
+    @property
+    def overhead_pct(self) -> float:
+        return (self.wall_s / self.baseline_s - 1.0) * 100.0
+
+    @property
+    def per_callback_us(self) -> float:
+        return (self.wall_s - self.baseline_s) / self.callbacks * 1e6
+
+
+class _NullLedger:
+    """Accepts ``log()`` and does nothing: isolates the handler's own cost."""
+
+    class _Ref:
+        event_id = "00000000-0000-7000-8000-000000000000"
+
+    def log(self, event: str, data: dict[str, Any], **kwargs: Any) -> Any:
+        return self._Ref
+
+
+def bench_workload(
+    work: Workload, url: str, api_key: str, steps: int, reference_steps: int, repeat: int
+) -> list[Row]:
+    per_step = work.callbacks_per_step()
+    work.run(min(steps, 100), [])  # warm-up
+    names = ("none", "noop", "handler", "client", "ours")
+    times: dict[str, list[float]] = {name: [] for name in names}
+    drains: list[float] = []
+    for _ in range(repeat):  # interleaved, so every variant sees the same machine load
+        times["none"].append(work.run(steps, []))
+        times["noop"].append(work.run(steps, [NoopHandler()]))
+        times["handler"].append(work.run(steps, [LedgerCallbackHandler(_NullLedger())]))
+        # Handler + client with nothing to send to: the in-process cost, no server CPU.
+        offline = Ledger(
+            url="http://127.0.0.1:9",
+            api_key=api_key,
+            agent="bench-offline",
+            spill_dir=None,
+            max_queue_events=steps * 16,
+        )
+        times["client"].append(work.run(steps, [LedgerCallbackHandler(offline)]))
+        offline.close(timeout_s=0.1)
+        ledger = Ledger(url=url, api_key=api_key, agent=f"bench-{work.name}", spill_dir=None)
+        times["ours"].append(work.run(steps, [LedgerCallbackHandler(ledger)]))
+        drained = ledger.flush(timeout_s=120.0)
+        ledger.close(timeout_s=10.0)
+        if not drained.complete or drained.dropped:
+            raise RuntimeError(f"the ledger did not deliver every event: {drained}")
+        drains.append(drained.elapsed_s)
+    label = f"{work.name} {work.mode}"
+    med = {name: statistics.median(values) for name, values in times.items()}
+    base = med["none"]
+    total = steps * per_step
+    rows = [
+        Row(label, "no handler", steps, base, base, total),
+        Row(label, "no-op handler (LangChain floor)", steps, med["noop"], base, total),
+        Row(label, "ours: handler only (null ledger)", steps, med["handler"], base, total),
+        Row(label, "ours: handler + client, no server", steps, med["client"], base, total),
+        Row(
+            label,
+            OURS,
+            steps,
+            med["ours"],
+            base,
+            total,
+            drain_s=statistics.median(drains),
+        ),
+    ]
+    if work.mode == "async" and reference_steps > 0:
+        rows.append(reference_row(work, url, api_key, reference_steps, per_step))
+    return rows
+
+
+def reference_row(work: Workload, url: str, api_key: str, steps: int, per_step: float) -> Row:
+    from zizkadb import ZizkaDB
+    from zizkadb.integrations.langchain import ZizkaDBCallbackHandler
+
+    async def measure() -> tuple[float, float]:
+        async with ZizkaDB(api_key=api_key, host=url) as db:
+            handler = ZizkaDBCallbackHandler(db, agent=f"bench-zizkadb-{work.name}")
+            base = await work._arun(steps, [])
+            wall = await work._arun(steps, [handler])
+        return wall, base
+
+    # The reference handler fails on some LangChain 1.x callbacks (serialized=None, non-dict
+    # outputs); LangChain logs each failure as a warning. Silence them for a readable table.
+    logging.getLogger("langchain_core.callbacks.manager").setLevel(logging.ERROR)
+    wall, base = asyncio.run(measure())
+    label = f"{work.name} {work.mode}"
+    return Row(label, REFERENCE, steps, wall, base, steps * per_step)
+
+
+def print_table(rows: list[Row]) -> None:
+    header = (
+        f"{'workload':15} {'handler':38} {'steps':>5} {'wall s':>7} {'ms/step':>8} "
+        f"{'overhead':>9} {'µs/callback':>11} {'drain s':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        none = row.handler == "no handler"
+        overhead = "—" if none else f"{row.overhead_pct:+.1f}%"
+        per_cb = "—" if none else f"{row.per_callback_us:,.1f}"
+        drain = f"{row.drain_s:.2f}" if row.drain_s is not None else "—"
+        print(
+            f"{row.workload:15} {row.handler:38} {row.steps:>5} {row.wall_s:>7.2f} "
+            f"{row.per_step_ms:>8.3f} {overhead:>9} {per_cb:>11} {drain:>7}"
+        )
+    print()
+    for workload in dict.fromkeys(r.workload for r in rows):
+        mine = {r.handler: r for r in rows if r.workload == workload}
+        ours = mine[OURS]
+        in_process = mine["ours: handler + client, no server"]
+        verdict = "PASS" if ours.overhead_pct <= 15.0 else "MISS"
+        line = (
+            f"{workload}: ours adds {ours.overhead_pct:+.1f}% with the server on this machine, "
+            f"{in_process.overhead_pct:+.1f}% in-process (target <= 15%: {verdict})"
+        )
+        reference = mine.get(REFERENCE)
+        if reference is not None:
+            line += (
+                f"; reference / ours per callback: {_ratio(reference, ours)} with the server, "
+                f"{_ratio(reference, in_process)} in-process (target >= 20x)"
+            )
+        print(line)
+
+
+def _ratio(reference: Row, ours: Row) -> str:
+    if ours.per_callback_us <= 0:
+        return "n/a (ours below the noise)"
+    return f"{reference.per_callback_us / ours.per_callback_us:,.0f}x"
+
+
+def bench(url: str, api_key: str, steps: int, reference_steps: int, repeat: int) -> list[Row]:
+    rows: list[Row] = []
+    for work in (
+        Workload("lcel", "async", build_chain()),
+        Workload("lcel", "sync", build_chain()),
+        Workload("langgraph", "async", build_graph()),
+    ):
+        rows += bench_workload(work, url, api_key, steps, reference_steps, repeat)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--reference-steps", type=int, default=300)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="200 steps, 1 repeat, 50 reference")
+    parser.add_argument("--url", help="use a running server (default: start one)")
+    parser.add_argument("--api-key", default=os.environ.get("AGENTLEDGER_API_KEY"))
+    args = parser.parse_args()
+    if args.quick:
+        args.steps, args.repeat, args.reference_steps = 200, 1, 50
+    if args.url:
+        rows = bench(args.url, args.api_key, args.steps, args.reference_steps, args.repeat)
+    else:
+        db = Path(tempfile.mkdtemp(prefix="agentledger-bench-")) / "bench.db"
+        with EmbeddedServer(db) as server:
+            rows = bench(server.url, server.api_key, args.steps, args.reference_steps, args.repeat)
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()
