@@ -16,6 +16,7 @@ from agentledger.server._routes.health import server_version
 from agentledger.server._settings import Settings
 from agentledger.server._store import open_store
 from agentledger.server._store.base import LedgerStore
+from agentledger.server._ui import mount as mount_dashboard
 
 __all__ = ["StartupRefused", "create_app"]
 
@@ -100,6 +101,7 @@ def create_app(
     app.include_router(ledger.router)
     app.include_router(catalog.router)
     app.include_router(keys.router)
+    mount_dashboard(app)  # /ui/ pages + /ui/static (issue 10)
     for router in extra_routers:
         app.include_router(router)
     app.include_router(events.lineage_router)

@@ -1,0 +1,186 @@
+"""The dashboard's only way to read the ledger: the app's own ``/v1`` routes, called in process.
+
+Every page is built from the JSON the public API answers, through the same routes, store
+functions, auth checks (scopes, agent binding) and limits (Datasette's ``datasette.client``
+works the same way). Requests go through :class:`httpx.ASGITransport` straight into the ASGI
+app: no socket, no second query path, and an optional route that is not mounted (search,
+baselines: issue 3) is detected by :meth:`LedgerAPI.has_route` instead of guessed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import orjson
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+
+__all__ = ["ApiError", "LedgerAPI"]
+
+
+class ApiError(Exception):
+    """A ``/v1`` route answered with an error status.
+
+    Attributes:
+        status: the HTTP status (401 unknown key, 403 scope/agent, 404, 422...).
+        detail: the ``detail`` of the JSON error body (string or FastAPI's list of fields).
+    """
+
+    def __init__(self, status: int, detail: Any) -> None:
+        super().__init__(f"{status}: {detail}")
+        self.status = status
+        self.detail = detail
+
+    @property
+    def message(self) -> str:
+        """The detail as one line of text."""
+        if isinstance(self.detail, list):
+            parts = []
+            for item in self.detail:
+                if isinstance(item, dict):
+                    loc = ".".join(str(p) for p in item.get("loc", ()))
+                    parts.append(f"{loc}: {item.get('msg', '')}")
+                else:
+                    parts.append(str(item))
+            return "; ".join(parts)
+        return str(self.detail)
+
+
+def _seg(value: str) -> str:
+    return quote(value, safe="")
+
+
+class LedgerAPI:
+    """Calls the running app's ``/v1`` routes in process with the viewer's key.
+
+    Args:
+        app: the FastAPI app serving the dashboard (``request.app``).
+        key: the raw API key of the viewer (a stored key or the loopback dev key); sent as
+            ``Authorization: Bearer`` so the API applies its own scope and agent checks.
+        request_id: forwarded as ``X-Request-ID`` so API log lines match the page request.
+
+    Use as an async context manager. Methods return the decoded JSON body and raise
+    :class:`ApiError` for any status >= 400.
+    """
+
+    def __init__(self, app: FastAPI, key: str, *, request_id: str | None = None) -> None:
+        self._app = app
+        headers = {"Authorization": f"Bearer {key}"}
+        if request_id:
+            headers["X-Request-ID"] = request_id
+        self._http = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://agentledger.internal",
+            headers=headers,
+        )
+
+    async def __aenter__(self) -> LedgerAPI:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Release the in-process client."""
+        await self._http.aclose()
+
+    def has_route(self, method: str, path: str) -> bool:
+        """Whether the app mounts ``method path`` (``path`` as declared, e.g.
+        ``/v1/agents/{agent}/baseline``)."""
+        return any(
+            isinstance(route, APIRoute) and route.path == path and method in (route.methods or ())
+            for route in self._app.routes
+        )
+
+    async def _call(
+        self, method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None
+    ) -> Any:
+        clean = {k: v for k, v in (params or {}).items() if v is not None}
+        content = orjson.dumps(body) if body is not None else None
+        headers = {"Content-Type": "application/json"} if content is not None else None
+        response = await self._http.request(
+            method, path, params=clean, content=content, headers=headers
+        )
+        try:
+            payload = orjson.loads(response.content) if response.content else None
+        except orjson.JSONDecodeError:
+            payload = None
+        if response.status_code >= 400:
+            detail = payload.get("detail") if isinstance(payload, dict) else response.text
+            raise ApiError(response.status_code, detail)
+        return payload
+
+    async def agents(self) -> list[dict[str, Any]]:
+        """GET ``/v1/agents``."""
+        result: list[dict[str, Any]] = await self._call("GET", "/v1/agents")
+        return result
+
+    async def sessions(self, *, agent: str | None, limit: int) -> list[dict[str, Any]]:
+        """GET ``/v1/sessions``: most recently ended first."""
+        result: list[dict[str, Any]] = await self._call(
+            "GET", "/v1/sessions", params={"agent": agent, "limit": limit}
+        )
+        return result
+
+    async def session_events(
+        self, session_id: str, *, agent: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        """GET ``/v1/sessions/{sid}/events``: the replay, oldest first."""
+        result = await self._call(
+            "GET",
+            f"/v1/sessions/{_seg(session_id)}/events",
+            params={"agent": agent, "limit": limit},
+        )
+        events: list[dict[str, Any]] = result["events"]
+        return events
+
+    async def event(self, event_id: str) -> dict[str, Any]:
+        """GET ``/v1/events/{id}``."""
+        result: dict[str, Any] = await self._call("GET", f"/v1/events/{_seg(event_id)}")
+        return result
+
+    async def why(self, event_id: str, *, depth: int) -> dict[str, Any]:
+        """GET ``/v1/events/{id}/why``: ``chain`` root first, this event last."""
+        result: dict[str, Any] = await self._call(
+            "GET", f"/v1/events/{_seg(event_id)}/why", params={"depth": depth}
+        )
+        return result
+
+    async def impact(self, event_id: str, *, limit: int) -> dict[str, Any]:
+        """GET ``/v1/events/{id}/impact``: every descendant, oldest first."""
+        result: dict[str, Any] = await self._call(
+            "GET", f"/v1/events/{_seg(event_id)}/impact", params={"limit": limit}
+        )
+        return result
+
+    async def verify_chain(self, agent: str) -> dict[str, Any]:
+        """GET ``/v1/events/chain``: the agent's hash-chain verification report."""
+        result: dict[str, Any] = await self._call(
+            "GET", "/v1/events/chain", params={"agent": agent}
+        )
+        return result
+
+    @property
+    def can_search(self) -> bool:
+        """``POST /v1/search`` is mounted (query features, issue 3)."""
+        return self.has_route("POST", "/v1/search")
+
+    async def search(self, query: str, *, agent: str | None, limit: int) -> dict[str, Any]:
+        """POST ``/v1/search`` in keyword mode (needs no embeddings)."""
+        body: dict[str, Any] = {"query": query, "limit": limit, "mode": "keyword"}
+        if agent:
+            body["agent"] = agent
+        result: dict[str, Any] = await self._call("POST", "/v1/search", body=body)
+        return result
+
+    @property
+    def can_baseline(self) -> bool:
+        """``GET /v1/agents/{agent}/baseline`` is mounted (query features, issue 3)."""
+        return self.has_route("GET", "/v1/agents/{agent}/baseline")
+
+    async def baseline(self, agent: str) -> dict[str, Any]:
+        """GET ``/v1/agents/{agent}/baseline`` with the route's defaults."""
+        result: dict[str, Any] = await self._call("GET", f"/v1/agents/{_seg(agent)}/baseline")
+        return result

@@ -1,0 +1,419 @@
+"""Dashboard pages (issue 10): ``/ui/``, sessions, events, agents, login.
+
+Each page reads through :class:`~agentledger.server._ui._api.LedgerAPI` (the app's own
+``/v1`` routes in process) and renders a Jinja2 template with autoescaping on: event data is
+only ever text in the HTML, and the Content-Security-Policy allows no inline script, so even
+a missed escape could not run one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
+
+import jinja2
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from agentledger.server._routes.health import server_version
+from agentledger.server._schemas import AGENT_PATTERN
+from agentledger.server._ui._api import ApiError, LedgerAPI
+from agentledger.server._ui._charts import baseline_charts, report_scalars
+from agentledger.server._ui._present import (
+    EventView,
+    flatten_tree,
+    format_duration_ms,
+    session_stats,
+    view_events,
+)
+from agentledger.server._ui._viewer import COOKIE, Viewer, safe_next, viewer_for
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+
+#: Sessions listed on the index page.
+INDEX_SESSIONS = 50
+#: Events read in total to fill the index page's error/token columns; sessions beyond the
+#: budget show their counts only (bounded work per page view).
+INDEX_STATS_BUDGET_EVENTS = 20_000
+#: Timeline rows per page (``per_page`` may ask for up to ``MAX_PER_PAGE``).
+PER_PAGE = 200
+MAX_PER_PAGE = 1000
+#: Events read for one session page (the replay route's own maximum).
+MAX_SESSION_EVENTS = 100_000
+#: Causal-tree lines drawn on a session or event page.
+TREE_LINES = 1500
+#: ``why`` depth asked by the event page, and ``impact`` events read.
+WHY_DEPTH = 1000
+IMPACT_LIMIT = 2000
+#: Agents with more events than this are verified on request only (verify runs ~100k/s).
+AUTO_VERIFY_EVENTS = 200_000
+
+_SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+
+
+def _env(request: Request) -> jinja2.Environment:
+    env: jinja2.Environment = request.app.state.ui_templates
+    return env
+
+
+def render(
+    request: Request, template: str, *, status_code: int = 200, viewer: Viewer, **context: Any
+) -> HTMLResponse:
+    """Render ``template`` with the common context and the dashboard's security headers."""
+    html = (
+        _env(request)
+        .get_template(template)
+        .render(
+            request_path=request.url.path,
+            viewer=viewer,
+            version=server_version(),
+            **context,
+        )
+    )
+    return HTMLResponse(html, status_code=status_code, headers=_SECURITY_HEADERS)
+
+
+def _login_redirect(request: Request) -> Response:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return RedirectResponse(f"/ui/login?{urlencode({'next': target})}", status_code=303)
+
+
+async def _page(
+    request: Request, build: Callable[[LedgerAPI, Viewer], Awaitable[Response]]
+) -> Response:
+    """Run ``build`` with an API client for the viewer; map API errors to pages."""
+    viewer = viewer_for(request)
+    if viewer.key is None:
+        return _login_redirect(request)
+    request_id = request.scope.get("state", {}).get("request_id")
+    async with LedgerAPI(request.app, viewer.key, request_id=request_id) as api:
+        try:
+            return await build(api, viewer)
+        except ApiError as error:
+            if error.status == 401 and viewer.source != "header":
+                response = _login_redirect(request)
+                if viewer.source == "cookie":
+                    response.delete_cookie(COOKIE, path="/ui")
+                return response
+            return render(
+                request,
+                "error.html",
+                status_code=error.status,
+                viewer=viewer,
+                status=error.status,
+                message=error.message,
+            )
+
+
+# -- index -----------------------------------------------------------------------------------
+
+
+@router.get("", response_class=HTMLResponse)
+async def ui_root() -> Response:
+    """``/ui`` → ``/ui/``."""
+    return RedirectResponse("/ui/", status_code=307)
+
+
+@router.get("/", response_class=HTMLResponse)
+async def index(
+    request: Request,
+    agent: Annotated[str | None, Query(max_length=255)] = None,
+    q: Annotated[str | None, Query(max_length=1000)] = None,
+) -> Response:
+    """Agents and recent sessions (event counts, start/end, errors, tokens), agent filter,
+    keyword search when the search route exists."""
+    agent = agent or None
+    query = (q or "").strip() or None
+
+    async def build(api: LedgerAPI, viewer: Viewer) -> Response:
+        agents = await api.agents()
+        sessions = await api.sessions(agent=agent, limit=INDEX_SESSIONS)
+        budget = INDEX_STATS_BUDGET_EVENTS
+        rows = []
+        for session in sessions:
+            stats = None
+            count = int(session.get("event_count") or 0)
+            if count <= budget:
+                budget -= count
+                events = await api.session_events(
+                    session["session_id"], agent=None, limit=max(count, 1)
+                )
+                stats = session_stats(view_events(events))
+            rows.append({"session": session, "stats": stats})
+        search = None
+        search_error = None
+        if query is not None and api.can_search:
+            try:
+                found = await api.search(query, agent=agent, limit=50)
+                results = found.get("results", [])
+                search = {
+                    "query": query,
+                    "hits": [
+                        {"view": view, "score": hit.get("score")}
+                        for view, hit in zip(view_events(results), results, strict=True)
+                    ],
+                }
+            except ApiError as error:
+                if error.status in (401, 403):
+                    raise
+                search_error = error.message
+        return render(
+            request,
+            "index.html",
+            viewer=viewer,
+            agents=agents,
+            agent=agent,
+            rows=rows,
+            query=query or "",
+            can_search=api.can_search,
+            search=search,
+            search_error=search_error,
+        )
+
+    return await _page(request, build)
+
+
+# -- session ---------------------------------------------------------------------------------
+
+
+def _page_url(request: Request, **changes: Any) -> str:
+    params = {k: v[-1] for k, v in parse_qs(request.url.query).items()}
+    params.update({k: str(v) for k, v in changes.items() if v is not None})
+    for key in [k for k, v in changes.items() if v is None]:
+        params.pop(key, None)
+    return request.url.path + ("?" + urlencode(params) if params else "")
+
+
+@router.get("/sessions/{session_id}", response_class=HTMLResponse)
+async def session_page(
+    request: Request,
+    session_id: Annotated[str, Path(min_length=1, max_length=255)],
+    agent: Annotated[str | None, Query(max_length=255)] = None,
+    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+    per_page: Annotated[int, Query(ge=10, le=MAX_PER_PAGE)] = PER_PAGE,
+    focus: Annotated[str | None, Query(max_length=64)] = None,
+) -> Response:
+    """The session as a timeline, oldest first, ``per_page`` rows a page, with its causal
+    tree; ``focus`` opens the page holding that event and selects it."""
+    agent = agent or None
+
+    async def build(api: LedgerAPI, viewer: Viewer) -> Response:
+        started = time.perf_counter()
+        events = await api.session_events(session_id, agent=agent, limit=MAX_SESSION_EVENTS)
+        if not events:
+            raise ApiError(404, f"session_id: no events in session {session_id!r}")
+        views = view_events(events)
+        current = page
+        if focus:
+            hit = next((v.index for v in views if v.event_id == focus), None)
+            if hit is not None:
+                current = hit // per_page + 1
+        pages = max(1, -(-len(views) // per_page))
+        current = min(current, pages)
+        shown = views[(current - 1) * per_page : current * per_page]
+        tree, tree_total = flatten_tree(views, limit=TREE_LINES)
+        page_of = {v.event_id: v.index // per_page + 1 for v in views}
+
+        def tree_link(view: EventView) -> str:
+            if page_of[view.event_id] == current:
+                return f"#e-{view.event_id}"
+            return _page_url(request, page=None, focus=view.event_id) + f"#e-{view.event_id}"
+
+        return render(
+            request,
+            "session.html",
+            viewer=viewer,
+            session_id=session_id,
+            agent=agent,
+            stats=session_stats(views),
+            rows=shown,
+            tree=tree,
+            tree_total=tree_total,
+            tree_link=tree_link,
+            page=current,
+            pages=pages,
+            per_page=per_page,
+            focus=focus,
+            truncated=len(events) >= MAX_SESSION_EVENTS,
+            prev_url=_page_url(request, page=current - 1, focus=None) if current > 1 else None,
+            next_url=(
+                _page_url(request, page=current + 1, focus=None) if current < pages else None
+            ),
+            build_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    return await _page(request, build)
+
+
+# -- event -----------------------------------------------------------------------------------
+
+
+@router.get("/events/{event_id}", response_class=HTMLResponse)
+async def event_page(
+    request: Request,
+    event_id: Annotated[str, Path(max_length=64)],
+    depth: Annotated[int, Query(ge=1, le=10_000)] = WHY_DEPTH,
+) -> Response:
+    """``why()``: the chain from the root to the event; ``impact()``: what descended from it."""
+
+    async def build(api: LedgerAPI, viewer: Viewer) -> Response:
+        event = await api.event(event_id)
+        why = await api.why(event_id, depth=depth)
+        impact = await api.impact(event_id, limit=IMPACT_LIMIT)
+        chain_views = view_events(why.get("chain", []))
+        impact_views = view_events(impact.get("events", []))
+        tree, tree_total = flatten_tree(impact_views, root_id=event_id, limit=TREE_LINES)
+        (me,) = view_events([event])
+        return render(
+            request,
+            "event.html",
+            viewer=viewer,
+            ev=me,
+            why=why,
+            chain=chain_views,
+            impact=impact,
+            tree=tree,
+            tree_total=tree_total,
+            event_link=lambda view: f"/ui/events/{url_segment(view.event_id)}",
+            depth=depth,
+        )
+
+    return await _page(request, build)
+
+
+# -- agent -----------------------------------------------------------------------------------
+
+
+@router.get("/agents/{agent}", response_class=HTMLResponse)
+async def agent_page(
+    request: Request,
+    agent: Annotated[str, Path(pattern=AGENT_PATTERN, max_length=255)],
+    verify: Annotated[bool, Query()] = False,
+) -> Response:
+    """Chain verification status and head, recent sessions, and baseline vs recent
+    distributions when the baseline route exists."""
+
+    async def build(api: LedgerAPI, viewer: Viewer) -> Response:
+        found = [a for a in await api.agents() if a.get("agent") == agent]
+        if not found:
+            raise ApiError(404, f"agent: no events for agent {agent!r}")
+        info = found[0]
+        report = None
+        verify_ms = None
+        if verify or int(info.get("event_count") or 0) <= AUTO_VERIFY_EVENTS:
+            started = time.perf_counter()
+            report = await api.verify_chain(agent)
+            verify_ms = (time.perf_counter() - started) * 1000
+        sessions = await api.sessions(agent=agent, limit=20)
+        baseline = None
+        baseline_error = None
+        if api.can_baseline:
+            try:
+                baseline = await api.baseline(agent)
+            except ApiError as error:
+                if error.status in (401, 403):
+                    raise
+                baseline_error = error.message
+        return render(
+            request,
+            "agent.html",
+            viewer=viewer,
+            agent=agent,
+            info=info,
+            report=report,
+            verify_ms=verify_ms,
+            sessions=sessions,
+            can_baseline=api.can_baseline,
+            baseline=baseline,
+            baseline_error=baseline_error,
+            charts=baseline_charts(baseline) if baseline else [],
+            scalars=report_scalars(baseline) if baseline else [],
+        )
+
+    return await _page(request, build)
+
+
+# -- login -----------------------------------------------------------------------------------
+
+
+@router.get("/login", response_class=HTMLResponse)
+async def login_form(
+    request: Request, next: Annotated[str | None, Query(max_length=2000)] = None
+) -> Response:
+    """The key form (a key is asked once per browser session)."""
+    return render(
+        request, "login.html", viewer=viewer_for(request), next=safe_next(next), error=None
+    )
+
+
+def _same_origin(request: Request) -> bool:
+    origin = request.headers.get("origin")
+    if origin is None or origin == "null":
+        return origin is None
+    parts = urlsplit(origin)
+    return parts.netloc == request.headers.get("host", "")
+
+
+@router.post("/login", response_class=HTMLResponse)
+async def login(request: Request) -> Response:
+    """Check the key against the API (``GET /v1/agents``) and keep it in a session cookie."""
+    fields = parse_qs((await request.body()).decode("utf-8", "replace"), max_num_fields=10)
+    key = (fields.get("key") or [""])[-1].strip()
+    target = safe_next((fields.get("next") or [""])[-1])
+    viewer = viewer_for(request)
+    error = None
+    if not _same_origin(request):
+        error = "cross-site login refused"
+    elif not key:
+        error = "enter an API key"
+    else:
+        async with LedgerAPI(request.app, key) as api:
+            try:
+                await api.agents()
+            except ApiError as failure:
+                error = failure.message
+    if error is not None:
+        return render(
+            request, "login.html", status_code=401, viewer=viewer, next=target, error=error
+        )
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(
+        COOKIE,
+        key,
+        path="/ui",
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
+@router.post("/logout")
+async def logout() -> Response:
+    """Forget the key cookie."""
+    response = RedirectResponse("/ui/login", status_code=303)
+    response.delete_cookie(COOKIE, path="/ui")
+    return response
+
+
+def url_segment(value: object) -> str:
+    """Percent-encode a path segment (every reserved character, ``/`` included)."""
+    return quote(str(value), safe="")
+
+
+def duration(ms: float | None) -> str:
+    """Template filter: :func:`format_duration_ms`."""
+    return format_duration_ms(ms)

@@ -1,0 +1,86 @@
+"""Who is looking at the dashboard, and with which key (issue 10, "Auth").
+
+A page request carries a key in one of three ways, tried in this order:
+
+1. ``Authorization: Bearer <key>`` (scripts, tests);
+2. the ``agentledger_ui_key`` cookie set by the login form: a browser-session cookie (no
+   ``Max-Age``, so it ends with the browser session), ``HttpOnly``, ``SameSite=Lax``, scoped
+   to ``/ui``, ``Secure`` behind HTTPS;
+3. the dev key, with no login at all, only while the server honours it (a loopback bind, wire
+   contract "General") *and* the request names a loopback host and comes from a loopback
+   client, so a DNS-rebinding page cannot borrow it.
+
+The key is never checked here: pages call the API in process with it
+(:class:`~agentledger.server._ui._api.LedgerAPI`), which answers 401/403 exactly as it would
+over HTTP. Read-only keys are enough, the dashboard never writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from fastapi import Request
+
+from agentledger.server._settings import is_loopback
+
+__all__ = ["COOKIE", "Viewer", "safe_next", "viewer_for"]
+
+#: Name of the cookie that holds the key entered on the login page.
+COOKIE = "agentledger_ui_key"
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """The key a page request reads with, and where it came from.
+
+    Attributes:
+        key: the raw key (``None``: nothing usable, the login page is shown).
+        source: ``"header"``, ``"cookie"``, ``"dev"`` (loopback, no login) or ``"none"``.
+    """
+
+    key: str | None
+    source: str
+
+    @property
+    def can_logout(self) -> bool:
+        """The key came from the login cookie."""
+        return self.source == "cookie"
+
+
+def _bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return None
+
+
+def _loopback_request(request: Request) -> bool:
+    host = request.url.hostname or ""
+    client = request.client.host if request.client else ""
+    return is_loopback(host) and is_loopback(client)
+
+
+def viewer_for(request: Request) -> Viewer:
+    """The key of a page request (see the module docstring for the order)."""
+    bearer = _bearer(request)
+    if bearer:
+        return Viewer(bearer, "header")
+    cookie = request.cookies.get(COOKIE)
+    if cookie:
+        return Viewer(cookie, "cookie")
+    dev_key: str | None = request.app.state.dev_key
+    if dev_key and _loopback_request(request):
+        return Viewer(dev_key, "dev")
+    return Viewer(None, "none")
+
+
+def safe_next(target: str | None) -> str:
+    """``target`` if it is a dashboard path on this server, else ``/ui/`` (no open redirect)."""
+    if not target:
+        return "/ui/"
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or not parts.path.startswith("/ui/") or "\\" in target:
+        return "/ui/"
+    return target
