@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
-__all__ = ["ChainHasher", "ChainReport", "ChainRow", "verify_rows"]
+__all__ = ["ChainHasher", "ChainReport", "ChainRow", "ChainRowTuple", "verify_rows"]
 
 
 class ChainHasher:
@@ -60,9 +60,8 @@ class ChainHasher:
         return hashlib.sha256(data).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
-class ChainRow:
-    """One stored row as verification sees it.
+class ChainRow(NamedTuple):
+    """One stored row as verification sees it (a plain tuple in this order works too).
 
     ``record`` is the stored canonical JSON (``None`` for a forget tombstone); the other fields
     are the indexed columns that must agree with it.
@@ -117,20 +116,23 @@ class ChainReport:
         }
 
 
-_COLUMNS = ("event_id", "agent", "timestamp", "event", "parent_id", "session_id")
-
-
-def _problem(kind: str, row: ChainRow | None, seq: int, detail: str) -> dict[str, Any]:
+def _problem(kind: str, row: Sequence[Any] | None, seq: int, detail: str) -> dict[str, Any]:
     return {
         "kind": kind,
-        "event_id": row.event_id if row else None,
+        "event_id": row[1] if row else None,
         "sequence_no": seq,
         "detail": detail,
     }
 
 
+#: A stored row as a plain tuple, in :class:`ChainRow` field order.
+ChainRowTuple = tuple[
+    int, str, str, str, str | None, str | None, str | None, bytes | None, str | None, str
+]
+
+
 def verify_rows(
-    rows: Iterable[ChainRow],
+    rows: Iterable[ChainRowTuple],
     hasher: ChainHasher,
     *,
     start_seq: int = 0,
@@ -140,7 +142,7 @@ def verify_rows(
     """Verify consecutive rows of one agent, ordered by stored ``sequence_no``.
 
     Args:
-        rows: the rows after ``start_seq``, ascending.
+        rows: the rows after ``start_seq``, ascending (:class:`ChainRow` or plain tuples).
         hasher: the server's :class:`ChainHasher` (same key as at write time).
         start_seq: sequence number of the last row already trusted (0 = from the start).
         previous_hash: chain hash of that row (``None`` at the start).
@@ -152,8 +154,8 @@ def verify_rows(
     rep = report or ChainReport()
     expected = start_seq + 1
     prev = previous_hash
-    checksum = hasher.checksum
     link = hasher.link
+    sha256 = hashlib.sha256
     loads = orjson.loads
     problems = rep.problems
     # Links of rows found out of place, by the sequence number their record carries: the row
@@ -162,24 +164,26 @@ def verify_rows(
     verified = 0
     for row in rows:
         verified += 1
-        seq = row.sequence_no
-        if row.record is None:  # forget tombstone: keeps its link, content erased
+        seq, event_id, agent, timestamp, event, parent_id, session_id, record, checksum, chain = row
+        if record is None:  # forget tombstone: keeps its link, content erased
             rep.erased += 1
             if seq != expected:
                 problems.append(
                     _problem("missing_or_reordered", row, seq, f"expected sequence_no {expected}")
                 )
-            prev = row.chain_hash
+            prev = chain
             expected = seq + 1
             continue
         try:
-            rec = loads(row.record)
+            rec = loads(record)
         except orjson.JSONDecodeError:
             rec = None
-        if seq != expected or (isinstance(rec, dict) and rec.get("sequence_no") != seq):
-            stored = rec.get("sequence_no") if isinstance(rec, dict) else None
+        if type(rec) is not dict:
+            problems.append(_problem("content_changed", row, seq, "record is not a JSON object"))
+        elif seq != expected or rec.get("sequence_no") != seq:
+            stored = rec.get("sequence_no")
             if isinstance(stored, int) and stored != seq and len(displaced) < 10_000:
-                displaced[stored] = row.chain_hash
+                displaced[stored] = chain
             problems.append(
                 _problem(
                     "missing_or_reordered",
@@ -189,20 +193,22 @@ def verify_rows(
                 )
             )
         elif (
-            not isinstance(rec, dict)
-            or row.checksum != checksum(row.record)
-            or any(rec.get(name) != getattr(row, name) for name in _COLUMNS)
+            checksum != sha256(record).hexdigest()
+            or rec.get("event_id") != event_id
+            or rec.get("agent") != agent
+            or rec.get("timestamp") != timestamp
+            or rec.get("event") != event
+            or rec.get("parent_id") != parent_id
+            or rec.get("session_id") != session_id
         ):
             problems.append(
                 _problem("content_changed", row, seq, "record does not match its checksum")
             )
-        elif link(displaced.pop(seq - 1, prev) if displaced else prev, row.record) != (
-            row.chain_hash
-        ):
+        elif link(displaced.pop(seq - 1, prev) if displaced else prev, record) != chain:
             problems.append(
                 _problem("content_changed", row, seq, "chain link does not follow its predecessor")
             )
-        prev = row.chain_hash
+        prev = chain
         expected = seq + 1
     rep.verified += verified
     if verified:

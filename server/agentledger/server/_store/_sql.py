@@ -30,7 +30,7 @@ from sqlalchemy import (
 )
 
 from agentledger.server._canonical import canonical
-from agentledger.server._chain import ChainHasher, ChainRow
+from agentledger.server._chain import ChainHasher, ChainRow, ChainRowTuple
 from agentledger.server._ingest import PreparedEvent, now_ts
 from agentledger.server._store._tables import agents, api_keys, events
 from agentledger.server._store.base import (
@@ -651,7 +651,7 @@ class SQLStore(LedgerStore):
 
     # -- chain -------------------------------------------------------------------------------
 
-    def chain_rows(self, agent: str, *, after_seq: int = 0) -> Iterator[ChainRow]:
+    def chain_rows(self, agent: str, *, after_seq: int = 0) -> Iterator[ChainRowTuple]:
         """See :meth:`LedgerStore.chain_rows`."""
         query = (
             select(*_CHAIN_COLS)

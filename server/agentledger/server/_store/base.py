@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentledger.server._chain import ChainHasher, ChainRow
+from agentledger.server._chain import ChainHasher, ChainRow, ChainRowTuple
 from agentledger.server._ingest import PreparedEvent
 
 __all__ = ["AppendOutcome", "EventPage", "KeyRecord", "LedgerStore", "WhyResult"]
@@ -166,8 +166,12 @@ class LedgerStore(abc.ABC):
     # -- chain -------------------------------------------------------------------------------
 
     @abc.abstractmethod
-    def chain_rows(self, agent: str, *, after_seq: int = 0) -> Iterator[ChainRow]:
-        """Stored rows of ``agent`` with ``sequence_no > after_seq``, ascending."""
+    def chain_rows(self, agent: str, *, after_seq: int = 0) -> Iterator[ChainRowTuple]:
+        """Stored rows of ``agent`` with ``sequence_no > after_seq``, ascending.
+
+        Rows are :class:`ChainRow` or plain tuples in its field order (the hot path of verify,
+        >= 100,000 rows/s, so backends may hand out driver tuples as they come).
+        """
 
     @abc.abstractmethod
     def chain_head(self, agent: str) -> tuple[int, str] | None:

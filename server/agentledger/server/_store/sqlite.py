@@ -24,6 +24,7 @@ from sqlalchemy import ColumnElement, Connection, create_engine, event, func
 from sqlalchemy.engine.url import make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 
+from agentledger.server._chain import ChainRow, ChainRowTuple
 from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore
 
 __all__ = ["MIGRATIONS_DIR", "SQLiteStore", "sqlite_path"]
@@ -93,6 +94,10 @@ class SQLiteStore(SQLStore):
         columns = ", ".join(INSERT_COLUMNS)
         marks = ", ".join("?" for _ in INSERT_COLUMNS)
         self._insert_sql = f"INSERT INTO events ({columns}) VALUES ({marks})"
+        self._chain_sql = (
+            f"SELECT {', '.join(ChainRow._fields)} FROM events"
+            " WHERE agent = ? AND sequence_no > ? ORDER BY sequence_no"
+        )
         with self._write_lock, engine.connect() as conn:
             driver = conn.connection.driver_connection
             assert driver is not None
@@ -122,6 +127,18 @@ class SQLiteStore(SQLStore):
         driver = conn.connection.driver_connection
         assert driver is not None
         driver.executemany(self._insert_sql, rows)
+
+    def chain_rows(self, agent: str, *, after_seq: int = 0) -> Iterator[ChainRowTuple]:
+        """Driver tuples straight from ``sqlite3`` (no Row objects: the verify hot path)."""
+        with self.engine.connect() as conn:
+            driver = conn.connection.driver_connection
+            assert driver is not None
+            cursor = driver.execute(self._chain_sql, (agent, after_seq))
+            try:
+                while rows := cursor.fetchmany(2000):
+                    yield from rows
+            finally:
+                cursor.close()
 
     def _distinct_list(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
         return func.json_group_array(column.distinct())
