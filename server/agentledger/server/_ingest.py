@@ -29,9 +29,11 @@ __all__ = [
     "parse_ts",
     "prepare",
     "validate_item",
+    "validate_items",
 ]
 
 _ITEM = TypeAdapter(BatchItemIn)
+_ITEMS = TypeAdapter(list[BatchItemIn])
 
 
 class ItemError(ValueError):
@@ -90,6 +92,25 @@ def validate_item(raw: Any) -> BatchItemIn:
     except ValidationError as error:
         detail = "; ".join(f"{_loc(e['loc'])}: {e['msg']}" for e in error.errors())
         raise ItemError(422, detail) from None
+
+
+def validate_items(raws: list[Any]) -> list[BatchItemIn | ItemError]:
+    """Validate batch items: one pydantic call when all are valid, else item by item.
+
+    Returns:
+        Per item, the validated model or the :class:`ItemError` (422) naming its bad fields.
+    """
+    try:
+        return list(_ITEMS.validate_python(raws))
+    except ValidationError:
+        pass
+    out: list[BatchItemIn | ItemError] = []
+    for raw in raws:
+        try:
+            out.append(validate_item(raw))
+        except ItemError as error:
+            out.append(error)
+    return out
 
 
 @dataclass(slots=True)

@@ -22,7 +22,7 @@ from agentledger.server._ingest import (
     now_ts,
     parse_ts,
     prepare,
-    validate_item,
+    validate_items,
 )
 from agentledger.server._routes._deps import SettingsDep, StoreDep
 from agentledger.server._schemas import (
@@ -110,9 +110,10 @@ def log_batch(
     to_store: list[PreparedEvent] = []
     store_pos: dict[int, int] = {}
     positions: list[int] = []
-    for index, raw in enumerate(body.events):
+    for index, item in enumerate(validate_items(body.events)):
         try:
-            item = validate_item(raw)
+            if isinstance(item, ItemError):
+                raise item
             if item.agent != principal.agent and principal.agent is not None:
                 raise ItemError(403, f"agent: this key is bound to agent {principal.agent!r}")
             parent_index = item.parent_index
