@@ -35,13 +35,25 @@ def demo(
         ),
     ] = None,
     agent: Annotated[str, typer.Option(help="Agent name to log under.")] = "support-demo",
+    keep_serving: Annotated[
+        bool,
+        typer.Option(help="Keep the embedded server (API and dashboard) running until Ctrl-C."),
+    ] = False,
 ) -> None:
     """Run a LangChain support agent against a ledger, then print its replay and why()."""
     from agentledger.integrations._demo import DemoError, run_demo
 
     console = Console()
     try:
-        code = run_demo(console=console, db=db, url=url, api_key=api_key, model=model, agent=agent)
+        code = run_demo(
+            console=console,
+            db=db,
+            url=url,
+            api_key=api_key,
+            model=model,
+            agent=agent,
+            keep_serving=keep_serving,
+        )
     except DemoError as error:
         console.print(f"[bold red]demo failed:[/] {error}")
         raise typer.Exit(2) from error

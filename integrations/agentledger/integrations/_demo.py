@@ -16,6 +16,7 @@ OpenAI-compatible model through ``langchain-openai``.
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import socket
@@ -136,6 +137,11 @@ class EmbeddedServer:
         self.stop()
         raise DemoError(f"agentledger serve did not answer within {self.timeout_s} s ({self._log})")
 
+    def wait(self) -> None:
+        """Block until the process exits (Ctrl-C raises ``KeyboardInterrupt`` here)."""
+        if self._proc is not None:
+            self._proc.wait()
+
     def stop(self) -> None:
         """Terminate the process (SIGTERM, then SIGKILL after 10 s)."""
         proc, self._proc = self._proc, None
@@ -157,6 +163,7 @@ def run_demo(
     api_key: str | None = None,
     model: str | None = None,
     agent: str = "support-demo",
+    keep_serving: bool = False,
 ) -> int:
     """Run the demo end to end and print the results; returns the process exit code.
 
@@ -168,6 +175,8 @@ def run_demo(
         api_key: key for ``url``.
         model: an OpenAI-compatible model id (needs ``langchain-openai``).
         agent: agent name the events are logged under.
+        keep_serving: keep the embedded server running after the printout, until Ctrl-C,
+            so its dashboard and API can be explored.
 
     Raises:
         DemoError: the embedded server did not start, or a real model was asked for and
@@ -181,14 +190,29 @@ def run_demo(
         key = api_key or os.environ.get("AGENTLEDGER_API_KEY")
         if not key:
             raise DemoError("--url needs --api-key (or AGENTLEDGER_API_KEY)")
-        return _run(console, url=url, api_key=key, agent=agent, llm=llm, db=None)
+        return _run(console, url=url, api_key=key, agent=agent, llm=llm, db=None, live=True)
     db_path = db or Path(tempfile.mkdtemp(prefix="agentledger-demo-")) / "ledger.db"
     db_path.parent.mkdir(parents=True, exist_ok=True)
     console.print(f"[dim]starting agentledger serve (SQLite {db_path})…[/]")
     with EmbeddedServer(db_path) as server:
-        return _run(
-            console, url=server.url, api_key=server.api_key, agent=agent, llm=llm, db=db_path
+        code = _run(
+            console,
+            url=server.url,
+            api_key=server.api_key,
+            agent=agent,
+            llm=llm,
+            db=db_path,
+            live=keep_serving,
         )
+        if keep_serving:
+            console.print(
+                f"[bold]serving {server.url} (dev key {server.api_key}); Ctrl-C to stop[/]"
+            )
+            try:
+                server.wait()
+            except KeyboardInterrupt:
+                console.print("[dim]stopping…[/]")
+        return code
 
 
 def _run(
@@ -199,6 +223,7 @@ def _run(
     agent: str,
     llm: BaseChatModel,
     db: Path | None,
+    live: bool,
 ) -> int:
     session_id = f"support-{uuid_utils.uuid7()}"
     ledger = Ledger(url=url, api_key=api_key, agent=agent, spill_dir=None)
@@ -237,28 +262,52 @@ def _run(
         report = ledger.verify_chain()
         print_chain_report(console, report, agent)
         _print_next_steps(
-            console, url=url, agent=agent, session_id=session_id, db=db, answer=answer.event_id
+            console,
+            url=url if live else "http://127.0.0.1:8000",
+            agent=agent,
+            session_id=session_id,
+            db=None if live else db,
+            answer=answer.event_id,
+            dashboard=_has_dashboard(url),
         )
         return 0 if report.intact else 1
     finally:
         ledger.close(timeout_s=5.0)
 
 
+def _has_dashboard(url: str) -> bool:
+    """Whether the server serves the web dashboard at ``/ui/`` (an optional part)."""
+    try:
+        return httpx.get(f"{url}/ui/", timeout=5.0).status_code != 404
+    except httpx.HTTPError:
+        return False
+
+
 def _print_next_steps(
-    console: Console, *, url: str, agent: str, session_id: str, db: Path | None, answer: str
+    console: Console,
+    *,
+    url: str,
+    agent: str,
+    session_id: str,
+    db: Path | None,
+    answer: str,
+    dashboard: bool,
 ) -> None:
+    """Where to look next. ``db`` set: the server is gone, say how to serve the file again."""
     console.rule("[bold]where to look next")
+    say = functools.partial(console.print, soft_wrap=True)  # keep URLs whole (clickable)
     if db is not None:
-        console.print(f"• the ledger is kept in [bold]{db}[/]; serve it again with")
-        console.print(f"    agentledger serve --db {db} --dev-key dev")
-        base = "http://127.0.0.1:8000"
-    else:
-        base = url
-    console.print(f"• API docs: {base}/swagger")
-    console.print(f"• the session:  GET {base}/v1/sessions/{session_id}/events?agent={agent}")
-    console.print(f"• why this answer:  GET {base}/v1/events/{answer}/why")
-    console.print(f"• its effects:  GET {base}/v1/events/{answer}/impact")
-    console.print(
+        say(f"• the ledger is kept in [bold]{db}[/]; serve it again with")
+        say(f"    agentledger serve --db {db} --dev-key dev")
+        say("  (or run [bold]agentledger demo --keep-serving[/]), then open:")
+    if dashboard:
+        say(f"• dashboard, this session:  {url}/ui/sessions/{session_id}?agent={agent}")
+        say(f"• dashboard, why + impact of the answer:  {url}/ui/events/{answer}")
+    say(f"• API docs: {url}/swagger")
+    say(f"• the session:  GET {url}/v1/sessions/{session_id}/events?agent={agent}")
+    say(f"• why this answer:  GET {url}/v1/events/{answer}/why")
+    say(f"• its effects:  GET {url}/v1/events/{answer}/impact")
+    say(
         "• add it to your own agent:\n"
         "    from agentledger.integrations.langchain import LedgerCallbackHandler\n"
         '    agent.invoke(inputs, config={"callbacks": [LedgerCallbackHandler(ledger)]})'

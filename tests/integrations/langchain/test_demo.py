@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +79,44 @@ def test_demo_asks_for_langchain_openai_when_a_real_model_is_wanted(tmp_path: Pa
         assert "pip install langchain-openai" in done.stdout
     else:  # pragma: no cover - only where langchain-openai is installed
         pytest.skip("langchain-openai is installed here")
+
+
+def test_demo_keep_serving_until_interrupted(tmp_path: Path) -> None:
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
+    env.pop("OPENAI_BASE_URL", None)
+    proc = subprocess.Popen(
+        [_agentledger(), "demo", "--db", str(tmp_path / "kept.db"), "--keep-serving"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    try:
+        assert proc.stdout is not None
+        seen: list[str] = []
+        deadline = time.monotonic() + 120
+        url = None
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            found = re.search(r"serving (http://127\.0\.0\.1:\d+) \(dev key (\S+)\)", line)
+            if found:
+                url, key = found.group(1), found.group(2)
+                break
+        assert url is not None, "".join(seen)
+        assert "dashboard" not in "".join(seen) or f"{url}/ui/" in "".join(seen)
+        events = httpx.get(
+            f"{url}/v1/events",
+            params={"agent": "support-demo", "event_type": "assistant_response"},
+            headers={"Authorization": f"Bearer {key}"},
+        ).json()
+        assert len(events) == 1
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
