@@ -81,8 +81,32 @@ class StreamingModel(BaseChatModel):
             yield chunk
 
 
+OPENAI_LLM_OUTPUT: dict[str, Any] = {
+    "token_usage": {
+        "prompt_tokens": 7,
+        "completion_tokens": 2,
+        "prompt_tokens_details": {"cached_tokens": 3},
+    },
+    "model_name": "legacy-1",
+}
+
+#: Anthropic's shape: ``input_tokens`` excludes the cache parts.
+ANTHROPIC_LLM_OUTPUT: dict[str, Any] = {
+    "usage": {
+        "input_tokens": 5,
+        "output_tokens": 2,
+        "cache_read_input_tokens": 100,
+        "cache_creation_input_tokens": 20,
+    },
+    "model": "claude-like-1",
+}
+
+
 class LegacyUsageModel(BaseChatModel):
-    """Reports usage only in ``llm_output`` (OpenAI's legacy shape), not on the message."""
+    """Reports usage only in ``llm_output`` (a provider's legacy shape), not on the message."""
+
+    llm_output: dict[str, Any] = OPENAI_LLM_OUTPUT
+    text: str = "legacy"
 
     @property
     def _llm_type(self) -> str:
@@ -96,15 +120,8 @@ class LegacyUsageModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         return ChatResult(
-            generations=[ChatGeneration(message=AIMessage(content="legacy"))],
-            llm_output={
-                "token_usage": {
-                    "prompt_tokens": 7,
-                    "completion_tokens": 2,
-                    "prompt_tokens_details": {"cached_tokens": 3},
-                },
-                "model_name": "legacy-1",
-            },
+            generations=[ChatGeneration(message=AIMessage(content=self.text))],
+            llm_output=self.llm_output,
         )
 
 

@@ -32,7 +32,15 @@ from agentledger.client import Ledger
 from agentledger.integrations.langchain import LedgerCallbackHandler
 
 from .conftest import Stored
-from .fakes import USAGE, EchoModel, FailingModel, LegacyUsageModel, StreamingModel, scripted
+from .fakes import (
+    ANTHROPIC_LLM_OUTPUT,
+    USAGE,
+    EchoModel,
+    FailingModel,
+    LegacyUsageModel,
+    StreamingModel,
+    scripted,
+)
 
 pytestmark = pytest.mark.langchain
 
@@ -332,6 +340,9 @@ def test_case_h16_usage_from_message_then_llm_output(
     )
     message_usage.invoke("q1", config={"callbacks": [handler], "run_name": "message_usage"})
     LegacyUsageModel().invoke("q2", config={"callbacks": [handler]})
+    LegacyUsageModel(llm_output=ANTHROPIC_LLM_OUTPUT, text="anthropic").invoke(
+        "q3", config={"callbacks": [handler]}
+    )
 
     events = stored()
     by_text = {e["data"]["text"]: e["data"]["token_usage"] for e in events.of("llm_end")}
@@ -347,6 +358,10 @@ def test_case_h16_usage_from_message_then_llm_output(
     assert (legacy["input_tokens"], legacy["output_tokens"]) == (7, 2)
     assert legacy["cache_read_tokens"] == 3
     assert legacy["model"] == "legacy-1"
+    anthropic = by_text["anthropic"]  # cache parts are inside input_tokens, never on top
+    assert anthropic["input_tokens"] == 125
+    assert (anthropic["cache_read_tokens"], anthropic["cache_write_tokens"]) == (100, 20)
+    assert anthropic["model"] == "claude-like-1"
 
 
 def _weather_agent(delay_s: float = 0.0) -> Any:

@@ -296,3 +296,24 @@ def test_max_runs_caps_open_runs(ledger: Ledger) -> None:
         handler.on_chain_start(None, {}, run_id=uuid.uuid4(), name="dangling")
     assert handler.open_runs == 5
     assert handler.evicted_runs == 15
+
+
+def test_async_ledger_in_an_async_agent_run(ledger_server: Any, agent_name: str) -> None:
+    from agentledger.client import AsyncLedger
+
+    async def main() -> list[Any]:
+        async with AsyncLedger(
+            url=ledger_server.url, api_key=ledger_server.api_key, agent=agent_name, spill_dir=None
+        ) as ledger:
+            handler = LedgerCallbackHandler(ledger)
+            await _weather_agent().ainvoke(
+                {"messages": [HumanMessage("weather?")]},
+                config={"callbacks": [handler], "configurable": {"thread_id": "async-1"}},
+            )
+            await ledger.flush(timeout_s=10.0)
+            return await ledger.replay("async-1")
+
+    events = asyncio.run(main())
+    kinds = [e.event for e in events]
+    assert kinds.count("tool_call") == 2 and kinds.count("tool_result") == 2
+    assert kinds[-1] == "step_end" and "assistant_response" in kinds
