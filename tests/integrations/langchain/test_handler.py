@@ -317,3 +317,33 @@ def test_async_ledger_in_an_async_agent_run(ledger_server: Any, agent_name: str)
     kinds = [e.event for e in events]
     assert kinds.count("tool_call") == 2 and kinds.count("tool_result") == 2
     assert kinds[-1] == "step_end" and "assistant_response" in kinds
+
+
+async def _count_chunks(inputs: Any, config: RunnableConfig) -> int:
+    chunks = 0
+    async for _ in _weather_agent().astream(inputs, config=config):
+        chunks += 1
+    return chunks
+
+
+def test_astream_gives_the_same_tree_as_invoke(ledger_server: Any, agent_name: str) -> None:
+    from .conftest import read_events
+
+    shapes = []
+    for mode in ("invoke", "astream"):
+        name = f"{agent_name}-{mode}"
+        client = Ledger(
+            url=ledger_server.url, api_key=ledger_server.api_key, agent=name, spill_dir=None
+        )
+        handler = LedgerCallbackHandler(client)
+        inputs = {"messages": [HumanMessage("weather?")]}
+        config: RunnableConfig = {"callbacks": [handler]}
+        if mode == "invoke":
+            _weather_agent().invoke(inputs, config=config)
+        else:
+            assert asyncio.run(_count_chunks(inputs, config)) > 0
+        assert handler.open_runs == 0 and handler.internal_errors == 0
+        client.close(timeout_s=10.0)
+        stored = Stored(read_events(ledger_server.url, ledger_server.headers(), name))
+        shapes.append(_agent_shape(stored))
+    assert shapes[0] == shapes[1]
