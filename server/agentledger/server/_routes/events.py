@@ -241,9 +241,7 @@ def why(
     """The causal chain (root first, this event last), following ``parent_id`` up to ``depth``
     hops in one recursive query. A parent not stored (yet) is reported as ``missing_parent``."""
     result = store.why(str(event_id), depth=depth, agent_scope=principal.agent)
-    if result is None or (
-        principal.agent is not None and result.chain[-1]["agent"] != principal.agent
-    ):
+    if result is None or (principal.agent is not None and result.anchor_agent != principal.agent):
         raise HTTPException(404, f"event_id: no event {event_id}")
     orphan = result.missing_parent is not None
     return json_response(

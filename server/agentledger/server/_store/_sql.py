@@ -32,6 +32,7 @@ from sqlalchemy import (
 from agentledger.server._canonical import canonical
 from agentledger.server._chain import ChainHasher, ChainRow, ChainRowTuple
 from agentledger.server._ingest import PreparedEvent, now_ts
+from agentledger.server._query._store import QueryStoreMixin
 from agentledger.server._store._tables import agents, api_keys, events
 from agentledger.server._store.base import (
     AppendOutcome,
@@ -122,6 +123,23 @@ def _event_dict(row: Sequence[Any]) -> dict[str, Any]:
     return out
 
 
+def _event_fragment(row: Sequence[Any]) -> Any:
+    """An event in wire shape as pre-serialized JSON (``orjson.Fragment``), spliced from the
+    stored canonical bytes: list, why and impact responses skip a parse and a re-serialize."""
+    if row[0] is None:
+        return _event_dict(row)
+    extras = orjson.dumps(
+        {
+            "received_at": row[1],
+            "importance": row[2],
+            "idempotency_key": row[3],
+            "checksum": row[4],
+            "chain_hash": row[5],
+        }
+    )
+    return orjson.Fragment(bytes(row[0][:-1]) + b"," + extras[1:])
+
+
 def _export_line(row: Sequence[Any]) -> bytes:
     """One NDJSON line, spliced from the stored canonical bytes without re-parsing."""
     extras = orjson.dumps(
@@ -166,7 +184,7 @@ def _key_record(row: Any) -> KeyRecord:
     )
 
 
-class SQLStore(LedgerStore):
+class SQLStore(QueryStoreMixin, LedgerStore):
     """The shared SQL implementation; see the module docstring for what subclasses supply."""
 
     def __init__(self, engine: Engine, *, chain_key: str | None = None) -> None:
@@ -468,7 +486,7 @@ class SQLStore(LedgerStore):
         event_type: str | None = None,
         session_id: str | None = None,
         cursor: tuple[str, int] | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Any]:
         """See :meth:`LedgerStore.list_events`."""
         query: Select[Any] = select(*_EVENT_COLS).where(events.c.agent == agent)
         if before is not None:
@@ -493,7 +511,7 @@ class SQLStore(LedgerStore):
             .offset(offset)
         )
         with self._reader() as conn:
-            return [_event_dict(row) for row in conn.execute(query)]
+            return [_event_fragment(row) for row in conn.execute(query)]
 
     def why(self, event_id: str, *, depth: int, agent_scope: str | None) -> WhyResult | None:
         """See :meth:`LedgerStore.why`: one recursive CTE, ``depth + 1`` hops at most."""
@@ -518,7 +536,7 @@ class SQLStore(LedgerStore):
             rows = conn.execute(query).all()
         if not rows:
             return None
-        result = WhyResult(chain=[])
+        result = WhyResult(chain=[], anchor_agent=rows[-1][8])
         top = rows[0]
         if top[0] == max_hop:
             result.depth_truncated = True
@@ -528,7 +546,7 @@ class SQLStore(LedgerStore):
             rows = rows[1:]
         elif top[12] is not None:
             result.missing_parent = top[12]
-        result.chain = [_event_dict(row[1:]) for row in rows]
+        result.chain = [_event_fragment(row[1:]) for row in rows]
         return result
 
     def impact(self, event_id: str, *, limit: int, agent_scope: str | None) -> EventPage | None:
@@ -540,24 +558,23 @@ class SQLStore(LedgerStore):
             if exists is None:
                 return None
             # seeded from the row itself (not a literal) so the column's type and collation
-            # match the recursive term on every dialect
-            seed = select(events.c.event_id).where(events.c.event_id == event_id)
+            # match the recursive term on every dialect; rows are fetched back by primary key
+            seed = select(events.c.id, events.c.event_id).where(events.c.event_id == event_id)
             desc = seed.cte("descendants", recursive=True)
             child = events.alias("c")
-            step = select(child.c.event_id).where(child.c.parent_id == desc.c.event_id)
+            step = select(child.c.id, child.c.event_id).where(child.c.parent_id == desc.c.event_id)
             if agent_scope is not None:
                 step = step.where(child.c.agent == agent_scope)
             desc = desc.union(step)
             query = (
                 select(*_EVENT_COLS)
-                .join_from(desc, events, events.c.event_id == desc.c.event_id)
-                .where(events.c.event_id != event_id)
+                .where(events.c.id.in_(select(desc.c.id)), events.c.event_id != event_id)
                 .order_by(events.c.timestamp, events.c.agent, events.c.sequence_no)
                 .limit(limit + 1)
             )
             rows = conn.execute(query).all()
         truncated = len(rows) > limit
-        return EventPage([_event_dict(row) for row in rows[:limit]], truncated)
+        return EventPage([_event_fragment(row) for row in rows[:limit]], truncated)
 
     def sessions(self, agent: str | None, *, limit: int) -> list[dict[str, Any]]:
         """See :meth:`LedgerStore.sessions`."""
@@ -600,9 +617,7 @@ class SQLStore(LedgerStore):
             for row in rows
         ]
 
-    def session_events(
-        self, session_id: str, *, agent: str | None, limit: int
-    ) -> list[dict[str, Any]]:
+    def session_events(self, session_id: str, *, agent: str | None, limit: int) -> list[Any]:
         """See :meth:`LedgerStore.session_events`."""
         query = select(*_EVENT_COLS).where(events.c.session_id == session_id)
         if agent is not None:
@@ -611,7 +626,7 @@ class SQLStore(LedgerStore):
             limit
         )
         with self._reader() as conn:
-            return [_event_dict(row) for row in conn.execute(query)]
+            return [_event_fragment(row) for row in conn.execute(query)]
 
     def agents(self, *, agent: str | None = None) -> list[dict[str, Any]]:
         """See :meth:`LedgerStore.agents`."""

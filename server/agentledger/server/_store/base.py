@@ -44,17 +44,26 @@ class AppendOutcome:
 
 @dataclass(slots=True)
 class EventPage:
-    """Events as wire dicts plus whether more exist beyond the limit."""
+    """Events in wire shape plus whether more exist beyond the limit.
 
-    events: list[dict[str, Any]]
+    Events are dicts or ``orjson.Fragment`` (pre-serialized JSON of the same shape, spliced from
+    the stored bytes); routes serialize them with orjson either way.
+    """
+
+    events: list[Any]
     truncated: bool = False
 
 
 @dataclass(slots=True)
 class WhyResult:
-    """The causal chain of an event, root first, the asked event last."""
+    """The causal chain of an event, root first, the asked event last.
 
-    chain: list[dict[str, Any]]
+    ``chain`` holds wire-shaped events (dicts or ``orjson.Fragment``, see :class:`EventPage`);
+    ``anchor_agent`` is the asked event's agent.
+    """
+
+    chain: list[Any]
+    anchor_agent: str = ""
     depth_truncated: bool = False
     missing_parent: str | None = None
     scoped_agent_limited: bool = False
@@ -130,8 +139,10 @@ class LedgerStore(abc.ABC):
         event_type: str | None = None,
         session_id: str | None = None,
         cursor: tuple[str, int] | None = None,
-    ) -> list[dict[str, Any]]:
-        """Newest first by ``(timestamp, sequence_no)``; ``cursor`` excludes rows not older."""
+    ) -> list[Any]:
+        """Newest first by ``(timestamp, sequence_no)``; ``cursor`` excludes rows not older.
+
+        Events are wire-shaped dicts or ``orjson.Fragment`` (see :class:`EventPage`)."""
 
     @abc.abstractmethod
     def why(self, event_id: str, *, depth: int, agent_scope: str | None) -> WhyResult | None:
@@ -150,10 +161,8 @@ class LedgerStore(abc.ABC):
         """Sessions, most recently ended first."""
 
     @abc.abstractmethod
-    def session_events(
-        self, session_id: str, *, agent: str | None, limit: int
-    ) -> list[dict[str, Any]]:
-        """Events of a session, oldest first (replay)."""
+    def session_events(self, session_id: str, *, agent: str | None, limit: int) -> list[Any]:
+        """Events of a session, oldest first (replay); dicts or ``orjson.Fragment``."""
 
     @abc.abstractmethod
     def agents(self, *, agent: str | None = None) -> list[dict[str, Any]]:
