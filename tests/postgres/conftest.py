@@ -19,9 +19,9 @@ from typing import Any
 
 import httpx
 import pytest
-from _stores import postgres_database, require_postgres
 from fastapi import FastAPI
 
+from _stores import postgres_database, require_postgres
 from agentledger.server import Settings, create_app
 
 APP_KEY = "app-test-key"
