@@ -249,6 +249,7 @@ class BatchSender:
                 waiter.future.set_result(None)
             else:
                 self._waiters.append(waiter)
+        self._next_orphan_scan = 0.0  # a flush also picks up spill left by other processes
         if self._thread is None and not self._thread_failed and not self._closed:
             self._start()
         self._wake.set()

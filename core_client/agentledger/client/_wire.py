@@ -77,7 +77,7 @@ def item_line(item: Item, redactor: Callable[[Any], Any] | None) -> bytes:
         obj["supersedes"] = item.supersedes
     if item.importance is not None:
         obj["importance"] = item.importance
-    return orjson.dumps(obj)
+    return memoryview(orjson.dumps(obj)).tobytes()  # right-sized (orjson over-allocates)
 
 
 def batch_body(lines: Sequence[bytes]) -> bytes:
