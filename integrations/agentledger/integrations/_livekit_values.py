@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -129,7 +129,7 @@ def request_messages(items: Iterable[Any], started_at: float) -> list[dict[str, 
     Returns at most :data:`MESSAGE_TAIL` items, oldest first.
     """
     tail: list[dict[str, Any]] = []
-    for item in reversed(list(items)):
+    for item in reversed(items if isinstance(items, Sequence) else list(items)):
         if getattr(item, "type", None) not in _SENT_TYPES:
             continue
         created = getattr(item, "created_at", None)
