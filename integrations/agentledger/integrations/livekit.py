@@ -231,7 +231,7 @@ class LedgerSessionObserver:
         """The configured detail level."""
         return self._level
 
-    def attach(self, session: AgentSession) -> LedgerSessionObserver:
+    def attach(self, session: AgentSession[Any]) -> LedgerSessionObserver:
         """Subscribe to ``session``'s events and log ``session_start``.
 
         Call it before ``session.start(...)`` to see the first agent and greeting; attaching
@@ -286,7 +286,7 @@ class LedgerSessionObserver:
 
     # -- subscription ------------------------------------------------------------------------
 
-    def _subscribe(self, session: AgentSession) -> None:
+    def _subscribe(self, session: Any) -> None:
         table: list[tuple[str, int, Callable[[Any], None]]] = [
             ("conversation_item_added", 0, self._on_item_added),
             ("user_input_transcribed", 0, self._on_transcribed),
