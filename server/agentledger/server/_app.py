@@ -11,7 +11,7 @@ from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 
 from agentledger.server._http import RequestIdMiddleware, json_response
-from agentledger.server._routes import catalog, events, health, keys, ledger
+from agentledger.server._routes import catalog, events, health, keys, ledger, query
 from agentledger.server._routes.health import server_version
 from agentledger.server._settings import Settings
 from agentledger.server._store import open_store
@@ -101,6 +101,7 @@ def create_app(
     app.include_router(ledger.router)
     app.include_router(catalog.router)
     app.include_router(keys.router)
+    app.include_router(query.router)  # search, baselines, at, forget, memory (issue 3)
     mount_dashboard(app)  # /ui/ pages + /ui/static (issue 10)
     for router in extra_routers:
         app.include_router(router)

@@ -15,7 +15,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-__all__ = ["agents", "api_keys", "events", "ledger_meta", "metadata"]
+__all__ = ["agents", "api_keys", "event_embeddings", "events", "ledger_meta", "metadata"]
 
 metadata = MetaData()
 
@@ -46,6 +46,7 @@ events = Table(
     Index("ix_events_parent", "parent_id"),
     Index("ix_events_agent_ts", "agent", "timestamp", "sequence_no"),
     Index("ix_events_session_ts", "session_id", "timestamp"),
+    Index("ix_events_supersedes", "supersedes"),
 )
 
 #: Per-agent chain head and counters, updated in the same transaction as the events.
@@ -81,4 +82,17 @@ ledger_meta = Table(
     metadata,
     Column("name", String(64), primary_key=True),
     Column("value", Text, nullable=False),
+)
+
+#: One embedding vector per event (float32 little-endian bytes), written by the background
+#: embedding worker (issue 3); forget deletes an event's row in its own transaction.
+event_embeddings = Table(
+    "event_embeddings",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("agent", String(255), nullable=False),
+    Column("model", String(255), nullable=False),
+    Column("dim", Integer, nullable=False),
+    Column("vector", LargeBinary, nullable=False),
+    Index("ix_event_embeddings_agent", "agent"),
 )

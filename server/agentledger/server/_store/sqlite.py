@@ -25,6 +25,7 @@ from sqlalchemy.engine.url import make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from agentledger.server._chain import ChainRow, ChainRowTuple
+from agentledger.server._query._sqlite import SQLiteQueryHooks
 from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore
 
 __all__ = ["MIGRATIONS_DIR", "SQLiteStore", "sqlite_path"]
@@ -55,6 +56,7 @@ def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
         cursor.execute("PRAGMA foreign_keys=OFF")
         cursor.execute("PRAGMA cache_size=-65536")
         cursor.execute("PRAGMA temp_store=MEMORY")
+        cursor.execute("PRAGMA secure_delete=ON")  # forget: erased content is zeroed
     finally:
         cursor.close()
 
@@ -67,7 +69,7 @@ def run_migrations(connection: Connection) -> None:
     command.upgrade(config, "head")
 
 
-class SQLiteStore(SQLStore):
+class SQLiteStore(SQLiteQueryHooks, SQLStore):
     """The SQLite ledger store.
 
     Args:

@@ -1,0 +1,96 @@
+"""Text helpers shared by search, embeddings and memory context (no SQL).
+
+* :func:`query_words` turns user text into search words: Unicode word characters only, so FTS
+  syntax (quotes, ``*``, ``NEAR``, ``-``, parentheses, column filters) in user text is never
+  interpreted, only searched for (issue 3, "Query syntax characters never cause an error").
+* :func:`fts5_match` builds an SQLite FTS5 query from those words: each word quoted and
+  prefix-matched (``"refund"*`` finds ``refunded``), joined by ``OR`` so any word may match and
+  BM25 ranks rows matching more (and rarer) words first.
+* :func:`event_text` is the text of an event that is indexed and embedded: the event type and
+  every string value under ``data`` in document order (the same text the SQLite FTS5 index
+  computes with ``json_tree``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+__all__ = ["MAX_QUERY_WORDS", "event_text", "fts5_match", "query_words", "summarize"]
+
+#: Words kept from one query (the rest are ignored): bounds the cost of a pasted paragraph.
+MAX_QUERY_WORDS = 32
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def query_words(text: str) -> list[str]:
+    """Distinct lowercase words of ``text`` in order, at most :data:`MAX_QUERY_WORDS`."""
+    seen: dict[str, None] = {}
+    for match in _WORD.finditer(text):
+        word = match.group(0).lower()
+        if word not in seen:
+            seen[word] = None
+            if len(seen) == MAX_QUERY_WORDS:
+                break
+    return list(seen)
+
+
+def fts5_match(words: list[str]) -> str:
+    """An FTS5 ``MATCH`` expression: ``"w1"* OR "w2"*`` (words hold no quote characters)."""
+    return " OR ".join(f'"{word}"*' for word in words)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def event_text(event: str, data: Any, *, max_chars: int = 8000) -> str:
+    """The searchable text of an event: its type and the string values under ``data``.
+
+    Args:
+        event: the event type.
+        data: the event's ``data`` object.
+        max_chars: the text is cut to this many characters (embedding inputs are bounded).
+    """
+    text = " ".join([event, *_strings(data)])
+    return text[:max_chars]
+
+
+def summarize(event: dict[str, Any], *, max_chars: int = 300) -> str:
+    """One line describing an event for a prompt: ``type [tool]: key=value ...``.
+
+    ``event`` is a wire-shape event dict; the result is at most ``max_chars`` characters.
+    """
+    data = event.get("data") or {}
+    label = str(event.get("event", ""))
+    name = data.get("tool") or data.get("name")
+    if isinstance(name, str):
+        label += f" {name}"
+    parts = []
+    for key, value in data.items():
+        if key in ("tool", "name"):
+            continue
+        rendered = value if isinstance(value, str) else _compact(value)
+        parts.append(f"{key}={rendered}")
+    line = f"{label}: {'; '.join(parts)}" if parts else label
+    if len(line) > max_chars:
+        line = line[: max_chars - 1] + "…"
+    return line
+
+
+def _compact(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)

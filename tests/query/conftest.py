@@ -1,0 +1,145 @@
+"""Fixtures of the query-feature suite (issue 3).
+
+* ``query_client``: an ``httpx.AsyncClient`` on the app in-process (ASGI transport, with the
+  app's lifespan running, so the background indexer works as in ``agentledger serve``),
+  parametrized over the stores: ``sqlite`` always, ``postgres`` when
+  ``AGENTLEDGER_TEST_POSTGRES_DSN`` names a database (marked ``postgres``). Tests isolate by
+  unique agent names, so the PostgreSQL database may be shared.
+* ``embeddings_server``: a small real HTTP server on loopback speaking the OpenAI
+  ``POST /v1/embeddings`` shape with deterministic vectors (hashed bag of words, 64 dims), so
+  texts sharing words are close; it counts requests and can be told to fail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+
+from agentledger.server import Settings, create_app
+
+QUERY_KEY = "query-test-key"
+DIM = 64
+
+pytestmark = pytest.mark.server
+
+STORES = [
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/query/" in str(item.fspath).replace("\\", "/"):
+            item.add_marker(pytest.mark.server)
+
+
+def store_url(kind: str, tmp_path: Path) -> str:
+    """The ``--db`` value for a store kind (skips ``postgres`` without a DSN)."""
+    if kind == "postgres":
+        dsn = os.environ.get("AGENTLEDGER_TEST_POSTGRES_DSN")
+        if not dsn:
+            pytest.skip("AGENTLEDGER_TEST_POSTGRES_DSN is not set")
+        return dsn
+    return str(tmp_path / "query.db")
+
+
+@pytest.fixture(params=STORES)
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """Which store the test runs on."""
+    kind: str = request.param
+    return kind
+
+
+@pytest.fixture
+def query_db(store_kind: str, tmp_path: Path) -> str:
+    return store_url(store_kind, tmp_path)
+
+
+@pytest.fixture
+async def query_client(query_db: str) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(Settings(db=query_db, dev_key=QUERY_KEY))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(
+            transport=transport,
+            base_url="http://ledger.test",
+            headers={"Authorization": f"Bearer {QUERY_KEY}"},
+            timeout=30,
+        ) as client:
+            yield client
+
+
+def bag_of_words(text: str) -> list[float]:
+    """A deterministic unit vector: each lowercase word hashed into one of ``DIM`` slots."""
+    vector = np.zeros(DIM, dtype=np.float64)
+    for word in re.findall(r"\w+", text.lower()):
+        slot = int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "big") % DIM
+        vector[slot] += 1.0
+    norm = float(np.linalg.norm(vector))
+    return (vector / norm if norm else vector).tolist()
+
+
+@dataclass
+class EmbeddingsServer:
+    """The fake endpoint's handle."""
+
+    url: str
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    fail_with: int | None = None
+
+
+@pytest.fixture
+def embeddings_server() -> Iterator[EmbeddingsServer]:
+    """A real HTTP ``/v1/embeddings`` server on 127.0.0.1 (stopped after the test)."""
+    handle = EmbeddingsServer(url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server API
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            handle.requests.append(body)
+            if self.path != "/v1/embeddings" or handle.fail_with is not None:
+                self.send_response(handle.fail_with or 404)
+                self.end_headers()
+                return
+            inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            answer = {
+                "object": "list",
+                "model": body["model"],
+                "data": [
+                    {"object": "embedding", "index": i, "embedding": bag_of_words(text)}
+                    for i, text in enumerate(inputs)
+                ],
+            }
+            payload = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    handle.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield handle
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
