@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
+from starlette.types import ASGIApp
 
 from agentledger.server._http import RequestIdMiddleware, json_response
 from agentledger.server._routes import catalog, events, health, keys, ledger, query
@@ -25,6 +26,14 @@ logger = logging.getLogger("agentledger.server")
 
 class StartupRefused(RuntimeError):
     """The configuration would expose the ledger without real keys."""
+
+
+class _LedgerApp(FastAPI):
+    """FastAPI with :class:`RequestIdMiddleware` outside everything, so responses made by the
+    outer layers (413 body limit, 500 error handler) carry ``X-Request-ID`` too."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return RequestIdMiddleware(super().build_middleware_stack())
 
 
 def create_app(
@@ -65,7 +74,7 @@ def create_app(
         finally:
             store.close()
 
-    app = FastAPI(
+    app = _LedgerApp(
         title="agentledger",
         version=server_version(),
         summary="An operational database for LLM agents: causal events, why(), hash chain.",
@@ -78,7 +87,6 @@ def create_app(
     app.state.settings = settings
     app.state.store = store
     app.state.dev_key = settings.dev_key if settings.dev_key_active else None
-    app.add_middleware(RequestIdMiddleware)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
