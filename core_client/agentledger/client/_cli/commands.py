@@ -320,14 +320,16 @@ def sessions(
         _dump(rows)
         return
     table = Table(title="sessions")
-    for column in ("session", "events", "started", "ended", "event types"):
-        table.add_column(column)
+    width = max((len(r.session_id) for r in rows), default=7)
+    table.add_column("session", no_wrap=True, min_width=width)
+    table.add_column("events", justify="right")
+    table.add_column("started", no_wrap=True)
+    table.add_column("event types", overflow="fold")
     for row in rows:
         table.add_row(
             row.session_id,
             str(row.event_count),
-            row.started_at or "",
-            row.ended_at or "",
+            _short_time(row.started_at or ""),
             ", ".join(row.event_types[:8]),
         )
     _console().print(table)
@@ -341,10 +343,12 @@ def agents(url: UrlOpt = None, api_key: KeyOpt = None, as_json: JsonOpt = False)
         _dump(rows)
         return
     table = Table(title="agents")
-    for column in ("agent", "events", "first seen", "last seen"):
-        table.add_column(column)
+    width = max((len(r.agent) for r in rows), default=5)
+    table.add_column("agent", no_wrap=True, min_width=min(width, 60))
+    table.add_column("events", justify="right")
+    table.add_column("last seen", no_wrap=True)
     for row in rows:
-        table.add_row(row.agent, str(row.event_count), row.first_seen or "", row.last_seen or "")
+        table.add_row(row.agent, str(row.event_count), row.last_seen or "")
     _console().print(table)
 
 
