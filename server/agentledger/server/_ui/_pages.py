@@ -45,7 +45,7 @@ MAX_PER_PAGE = 1000
 #: Events read for one session page (the replay route's own maximum).
 MAX_SESSION_EVENTS = 100_000
 #: Causal-tree lines drawn on a session or event page.
-TREE_LINES = 1500
+TREE_LINES = 1000
 #: ``why`` depth asked by the event page, and ``impact`` events read.
 WHY_DEPTH = 1000
 IMPACT_LIMIT = 2000
@@ -224,7 +224,10 @@ async def session_page(
         pages = max(1, -(-len(views) // per_page))
         current = min(current, pages)
         shown = views[(current - 1) * per_page : current * per_page]
-        tree, tree_total = flatten_tree(views, limit=TREE_LINES)
+        # A large session's tree is drawn around the page shown (its events and their
+        # ancestors), so it stays readable and the page stays small.
+        tree_scope = None if len(views) <= TREE_LINES else [v.event_id for v in shown]
+        tree, tree_total = flatten_tree(views, limit=TREE_LINES, around=tree_scope)
         page_of = {v.event_id: v.index // per_page + 1 for v in views}
 
         def tree_link(view: EventView) -> str:
@@ -243,6 +246,7 @@ async def session_page(
             tree=tree,
             tree_total=tree_total,
             tree_link=tree_link,
+            tree_partial=tree_scope is not None,
             page=current,
             pages=pages,
             per_page=per_page,

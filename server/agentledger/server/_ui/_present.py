@@ -278,7 +278,11 @@ class TreeRow:
 
 
 def flatten_tree(
-    rows: Sequence[EventView], *, root_id: str | None = None, limit: int = 2000
+    rows: Sequence[EventView],
+    *,
+    root_id: str | None = None,
+    limit: int = 2000,
+    around: Iterable[str] | None = None,
 ) -> tuple[list[TreeRow], int]:
     """The parent→child forest of ``rows`` as an indented list in depth-first order.
 
@@ -290,11 +294,22 @@ def flatten_tree(
         rows: timeline rows, oldest first.
         root_id: draw only the descendants of this event (which need not be in ``rows``).
         limit: at most this many lines are returned.
+        around: draw only these events and their ancestors (a large session's current page
+            in its context); ``None`` draws every event.
 
     Returns:
-        ``(lines, total)``: the first ``limit`` lines and the number of nodes in the forest.
+        ``(lines, total)``: the first ``limit`` lines and the number of nodes drawn or cut.
     """
     by_id = {row.event_id: row for row in rows}
+    if around is not None:
+        keep: set[str] = set()
+        for event_id in around:
+            while event_id in by_id and event_id not in keep:
+                keep.add(event_id)
+                parent = by_id[event_id].event.get("parent_id")
+                event_id = str(parent) if parent else ""
+        rows = [row for row in rows if row.event_id in keep]
+        by_id = {row.event_id: row for row in rows}
     children: dict[str, list[EventView]] = {}
     roots: list[EventView] = []
     for row in rows:
