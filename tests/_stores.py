@@ -109,7 +109,7 @@ def _load(relative: str) -> ModuleType:
 
 def reuse_tests(
     relative: str, namespace: dict[str, Any], *, skip_if_source_has: tuple[str, ...] = ()
-) -> list[str]:
+) -> ModuleType:
     """Copy the tests and fixtures of ``tests/<relative>`` into ``namespace`` (a module's
     ``globals()``), so pytest collects them there, with that module's fixtures.
 
@@ -118,10 +118,9 @@ def reuse_tests(
     the SQLite file directly) is left out.
 
     Returns:
-        The names of the tests copied.
+        The loaded suite module (its helpers can be used directly).
     """
     module = _load(relative)
-    copied = []
     for name, value in vars(module).items():
         if name in namespace:
             continue
@@ -136,6 +135,4 @@ def reuse_tests(
             if any(marker in source for marker in skip_if_source_has):
                 continue
         namespace[name] = value
-        if is_test:
-            copied.append(name)
-    return copied
+    return module

@@ -5,7 +5,8 @@ the tests skip with a message saying how to run them, and in CI (where it is set
 PostgreSQL is unreachable.
 
 * ``pg_admin_dsn``: the admin DSN (skips when unset).
-* ``pg_db``: a fresh, empty database per test (``postgresql://`` URL), dropped afterwards.
+* ``pg_db``: an empty ledger per test (``postgresql://`` URL): one database per module whose
+  tables are truncated before each test; ``fresh_pg_db``: a new database with no schema.
 * ``pg_server``: a real ``agentledger serve --db postgresql://...`` on ``pg_db``.
 * ``app_db`` / ``app`` / ``app_client``: the in-process app of ``tests/server`` on ``pg_db``;
   ``ledger_server`` is overridden by one server per module on its own database, so reused
@@ -18,6 +19,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from fastapi import FastAPI
 
@@ -40,9 +42,34 @@ def pg_admin_dsn() -> str:
 
 
 @pytest.fixture
-def pg_db(pg_admin_dsn: str) -> Iterator[str]:
+def fresh_pg_db(pg_admin_dsn: str) -> Iterator[str]:
+    """A database of the test's own, created empty (no schema yet) and dropped afterwards."""
     with postgres_database(pg_admin_dsn) as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def _module_pg_db(pg_admin_dsn: str) -> Iterator[str]:
+    with postgres_database(pg_admin_dsn) as url:
+        yield url
+
+
+@pytest.fixture
+def pg_db(_module_pg_db: str) -> str:
+    """A ledger database with no rows: one database per module, every table but
+    ``alembic_version`` truncated before each test (much cheaper than a database per test)."""
+    with psycopg.connect(_module_pg_db, autocommit=True) as conn:
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+                "AND tablename <> 'alembic_version'"
+            )
+        ]
+        if tables:
+            names = ", ".join(f'"{name}"' for name in tables)
+            conn.execute(f"TRUNCATE {names} RESTART IDENTITY")
+    return _module_pg_db
 
 
 @pytest.fixture

@@ -4,4 +4,4 @@ from __future__ import annotations
 
 from _stores import reuse_tests
 
-REUSED = reuse_tests("server/test_zizkadb_sdk.py", globals())
+SUITE = reuse_tests("server/test_zizkadb_sdk.py", globals())
