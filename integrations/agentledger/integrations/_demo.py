@@ -179,8 +179,8 @@ def run_demo(
             so its dashboard and API can be explored.
 
     Raises:
-        DemoError: the embedded server did not start, or a real model was asked for and
-            ``langchain-openai`` is missing.
+        DemoError: the embedded server did not start, a real model was asked for and
+            ``langchain-openai`` is missing, or the agent run failed.
     """
     try:
         llm = chat_model(model)
@@ -233,10 +233,13 @@ def _run(
         console.rule("[bold]agentledger demo: a support agent handles a duplicate charge")
         console.print(f"[bold cyan]customer:[/] {CUSTOMER_MESSAGE}")
         started = time.perf_counter()
-        result = graph.invoke(
-            {"messages": [{"role": "user", "content": CUSTOMER_MESSAGE}]},
-            config={"callbacks": [handler], "configurable": {"thread_id": session_id}},
-        )
+        try:
+            result = graph.invoke(
+                {"messages": [{"role": "user", "content": CUSTOMER_MESSAGE}]},
+                config={"callbacks": [handler], "configurable": {"thread_id": session_id}},
+            )
+        except Exception as error:  # a real model's network or auth error
+            raise DemoError(f"the agent run failed: {type(error).__name__}: {error}") from error
         elapsed_s = time.perf_counter() - started
         console.print(f"[bold green]agent:[/] {result['messages'][-1].text}")
         flushed = ledger.flush(timeout_s=10.0)

@@ -223,7 +223,8 @@ def chat_model(model: str | None) -> BaseChatModel:
             ``OPENAI_BASE_URL`` is set, else the offline :class:`ScriptedSupportModel`.
 
     Raises:
-        RuntimeError: a real model was asked for and ``langchain-openai`` is not installed.
+        RuntimeError: a real model was asked for and ``langchain-openai`` is not installed or
+            the model cannot be created (e.g. no ``OPENAI_API_KEY``).
     """
     if model is None and os.environ.get("OPENAI_BASE_URL"):
         model = os.environ.get("OPENAI_MODEL", "gpt-4o-mini")
@@ -236,7 +237,10 @@ def chat_model(model: str | None) -> BaseChatModel:
             "a real model needs langchain-openai: pip install langchain-openai "
             "(and set OPENAI_API_KEY, plus OPENAI_BASE_URL for a compatible server)"
         ) from error
-    real: BaseChatModel = ChatOpenAI(model=model, temperature=0)
+    try:
+        real: BaseChatModel = ChatOpenAI(model=model, temperature=0)
+    except Exception as error:  # e.g. no OPENAI_API_KEY
+        raise RuntimeError(f"cannot create model {model!r}: {error}") from error
     return real
 
 
