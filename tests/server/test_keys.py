@@ -208,3 +208,13 @@ def test_keys_admin_cli_bootstraps_a_key(tmp_path: Path) -> None:
     finally:
         store.close()
     assert record is not None and record.scope == "read_only" and record.name == "ops"
+
+
+async def test_loopback_without_any_key_starts_but_answers_401(db: str) -> None:
+    app = create_app(Settings(db=db, host="127.0.0.1", dev_key=None))
+    try:
+        async with client_for(app, "anything") as client:
+            assert (await client.get("/v1/agents")).status_code == 401
+            assert (await client.get("/health")).status_code == 200
+    finally:
+        app.state.store.close()

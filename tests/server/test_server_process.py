@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 import httpx
+import orjson
 
 from agentledger.server._store.sqlite import MIGRATIONS_DIR
 
@@ -142,8 +143,6 @@ def test_import_remaps_parents_and_counts_dropped_ones(ledger_server: Any, agent
             ).text.splitlines()
             if line
         ]
-        import orjson
-
         events = [orjson.loads(line) for line in lines]
         target = f"{agent_name}-2"
         result = client.post("/v1/events/import", json={"events": events, "agent": target}).json()

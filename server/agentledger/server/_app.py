@@ -14,7 +14,7 @@ from starlette.types import ASGIApp
 from agentledger.server._http import RequestIdMiddleware, json_response
 from agentledger.server._routes import catalog, events, health, keys, ledger, query
 from agentledger.server._routes.health import server_version
-from agentledger.server._settings import Settings
+from agentledger.server._settings import Settings, is_loopback
 from agentledger.server._store import open_store
 from agentledger.server._store.base import LedgerStore
 from agentledger.server._ui import mount as mount_dashboard
@@ -54,15 +54,21 @@ def create_app(
 
     Raises:
         StartupRefused: ``settings.host`` is not loopback and the database has no active key
-            (a dev key alone is only honoured on loopback; wire contract, "General").
+            (a dev key alone is only honoured on loopback; wire contract, "General"). On
+            loopback without any key the app starts and logs a warning.
     """
     store = store or open_store(settings.db, chain_key=settings.chain_key)
     if not settings.dev_key_active and store.count_active_keys() == 0:
-        store.close()
-        raise StartupRefused(
-            f"refusing to serve on {settings.host}: no API key exists and the dev key is only "
-            "honoured on a loopback address; create a key first "
-            "(agentledger keys-admin create --db ...) or bind to 127.0.0.1"
+        if not is_loopback(settings.host):
+            store.close()
+            raise StartupRefused(
+                f"refusing to serve on {settings.host}: no API key exists and a dev key is only "
+                "honoured on a loopback address; create one first "
+                "(agentledger keys-admin create --db ...) or bind to 127.0.0.1"
+            )
+        logger.warning(
+            "no API key exists and no dev key is set: every request will get 401 "
+            "(pass --dev-key or run agentledger keys-admin create)"
         )
     if settings.dev_key and not settings.dev_key_active:
         logger.warning("dev key ignored: %s is not a loopback address", settings.host)
