@@ -72,7 +72,7 @@ def query_db(store_kind: str, tmp_path: Path) -> str:
 async def query_client(query_db: str) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(Settings(db=query_db, dev_key=QUERY_KEY))
     async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
         async with httpx.AsyncClient(
             transport=transport,
             base_url="http://ledger.test",
@@ -107,7 +107,7 @@ def embeddings_server() -> Iterator[EmbeddingsServer]:
     handle = EmbeddingsServer(url="")
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server API
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             handle.requests.append(body)
             if self.path != "/v1/embeddings" or handle.fail_with is not None:

@@ -8,7 +8,9 @@ import pytest
 from ._helpers import batch, ids, log, search
 
 
-async def test_keyword_prefix_and_bm25_rank(query_client: httpx.AsyncClient, agent_name: str) -> None:
+async def test_keyword_prefix_and_bm25_rank(
+    query_client: httpx.AsyncClient, agent_name: str
+) -> None:
     both = await log(
         query_client, agent_name, "tool_call", {"tool": "refund", "args": {"note": "card refunded"}}
     )
@@ -123,9 +125,7 @@ async def test_filters_agent_session_types_time_and_limit(
     assert ids(await search(query_client, "invoice", agent=agent_name, session_id="s1")) == [
         written[0]
     ]
-    by_type = await search(
-        query_client, "invoice", agent=agent_name, event_types=["user_message"]
-    )
+    by_type = await search(query_client, "invoice", agent=agent_name, event_types=["user_message"])
     assert set(ids(by_type)) == set(written[1:3])
     ranged = await search(
         query_client,

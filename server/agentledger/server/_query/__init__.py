@@ -20,6 +20,9 @@ For the PostgreSQL store (hooks to override, all on ``QueryStoreMixin``):
 * ``_index_catch_up(conn, max_rows)``: index rows written since the last call (returns rows
   indexed); the default does nothing (an index maintained by the database itself, such as a
   generated ``tsvector`` column, needs no catch-up). ``_index_pending()``: rows not indexed yet.
+* ``_record_contains(needle)``: a condition that the ``record`` bytes contain ``needle``
+  (forget's prefilter; SQLite ``instr``, PostgreSQL ``position(needle in record) > 0``); the
+  default ``None`` checks every record of the agent in Python.
 * ``_erase_prepare(conn)`` / ``_erase_in_transaction(conn, ids)`` / ``_erase_finish()``: before,
   inside (after the tombstone UPDATE, before COMMIT) and after a forget. SQLite switches on
   ``secure_delete``, merges the FTS5 segments so erased terms leave the file, and checkpoints

@@ -22,7 +22,18 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, column, func, literal_column, select, table, text
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    LargeBinary,
+    column,
+    func,
+    literal,
+    literal_column,
+    select,
+    table,
+    text,
+)
 from sqlalchemy.exc import DBAPIError
 
 from agentledger.server._query._store import QueryStoreMixin
@@ -99,6 +110,9 @@ class SQLiteQueryHooks(QueryStoreMixin):
                 select(func.count()).select_from(events).where(events.c.id > mark)
             ).scalar_one()
         )
+
+    def _record_contains(self, needle: bytes) -> ColumnElement[bool] | None:
+        return func.instr(events.c.record, literal(needle, LargeBinary)) > 0
 
     def _erase_prepare(self, conn: Connection) -> None:
         conn.exec_driver_sql("PRAGMA secure_delete=ON")

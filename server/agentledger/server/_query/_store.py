@@ -164,6 +164,10 @@ class QueryStore(abc.ABC):
         ``llm_end`` events (enough for :func:`~agentledger.server._query.drift.session_shapes`)."""
 
     @abc.abstractmethod
+    def session_rows(self, session_id: str, *, agent: str | None) -> list[tuple[str, EventRow]]:
+        """``[(agent, row)]`` of one session, oldest first, ``data`` included (erased: None)."""
+
+    @abc.abstractmethod
     def recent_events(
         self,
         agent: str,
@@ -178,10 +182,6 @@ class QueryStore(abc.ABC):
 
 def _meta_name(model: str) -> str:
     return "embeddings_through:" + hashlib.sha256(model.encode()).hexdigest()[:32]
-
-
-def _like_pattern(needle: bytes) -> bytes:
-    return b"%" + needle.replace(b"!", b"!!").replace(b"%", b"!%").replace(b"_", b"!_") + b"%"
 
 
 class QueryStoreMixin(QueryStore):
@@ -215,6 +215,11 @@ class QueryStoreMixin(QueryStore):
 
     def _index_pending(self, conn: Connection) -> int:
         return 0
+
+    def _record_contains(self, needle: bytes) -> ColumnElement[bool] | None:
+        """A condition true when the stored ``record`` bytes contain ``needle`` (a prefilter
+        for forget; ``None``: no prefilter, every record is checked in Python)."""
+        return None
 
     def _erase_prepare(self, conn: Connection) -> None:
         """Called first inside the forget transaction."""
@@ -421,11 +426,13 @@ class QueryStoreMixin(QueryStore):
         """
         matcher = ForgetMatcher(filter_key, filter_value)
         key_pattern, value_patterns = prefilters(filter_key, filter_value)
-        where: list[ColumnElement[bool]] = [
-            events.c.record.is_not(None),
-            events.c.record.like(_like_pattern(key_pattern), escape="!"),
-            or_(*[events.c.record.like(_like_pattern(v), escape="!") for v in value_patterns]),
-        ]
+        where: list[ColumnElement[bool]] = [events.c.record.is_not(None)]
+        key_test = self._record_contains(key_pattern)
+        value_tests = [self._record_contains(v) for v in value_patterns]
+        if key_test is not None:
+            where.append(key_test)
+        if value_tests and all(t is not None for t in value_tests):
+            where.append(or_(*[t for t in value_tests if t is not None]))
         if agents is not None:
             where.append(events.c.agent.in_(list(agents)))
         query = select(events.c.id, events.c.event_id, events.c.agent, events.c.record).where(
@@ -514,6 +521,35 @@ class QueryStoreMixin(QueryStore):
                         data = loads(record).get("data")
                     out.append(EventRow(sid, event_id, parent_id, event or "", ts, data))
         return out
+
+    def session_rows(self, session_id: str, *, agent: str | None) -> list[tuple[str, EventRow]]:
+        """See :meth:`QueryStore.session_rows`."""
+        query = select(
+            events.c.agent,
+            events.c.event_id,
+            events.c.parent_id,
+            events.c.event,
+            events.c.timestamp,
+            events.c.record,
+        ).where(events.c.session_id == session_id)
+        if agent is not None:
+            query = query.where(events.c.agent == agent)
+        query = query.order_by(events.c.timestamp, events.c.sequence_no).limit(100_000)
+        with self._reader() as conn:
+            return [
+                (
+                    row[0],
+                    EventRow(
+                        session_id,
+                        row[1],
+                        row[2],
+                        row[3] or "",
+                        row[4],
+                        orjson.loads(row[5]).get("data") if row[5] is not None else None,
+                    ),
+                )
+                for row in conn.execute(query)
+            ]
 
     def recent_events(
         self,

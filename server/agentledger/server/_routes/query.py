@@ -13,6 +13,7 @@ benchmark's "index off" side).
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -31,13 +32,12 @@ from agentledger.server._query._store import (
     QueryStore,
     SearchFilters,
 )
-from agentledger.server._query.drift import EventRow, compare, session_shapes
+from agentledger.server._query.drift import compare, session_shapes
 from agentledger.server._query.embeddings import Embedder, EmbeddingConfig, EmbeddingError
 from agentledger.server._query.forget import value_text
 from agentledger.server._query.memory import build_context, session_diff
 from agentledger.server._query.search import SearchModeUnavailable, run_search
 from agentledger.server._query.workers import DrainWorker, embed_step, index_step
-from agentledger.server._routes._deps import StoreDep
 from agentledger.server._schemas import AGENT_PATTERN
 
 __all__ = ["QueryServices", "router"]
@@ -439,7 +439,6 @@ def memory_diff(
     session_id: Annotated[str, Path(min_length=1, max_length=255)],
     principal: ReadPrincipal,
     request: Request,
-    ledger: StoreDep,
     agent: Annotated[str | None, Query(pattern=AGENT_PATTERN, max_length=255)] = None,
 ) -> Response:
     """What a session did next to the agent's other sessions (new steps and event types,
@@ -448,26 +447,13 @@ def memory_diff(
         principal.check_agent(agent or principal.agent)
         agent = principal.agent
     store = _services(request).store
-    events = ledger.session_events(session_id, agent=agent, limit=100_000)
-    if not events:
+    found = store.session_rows(session_id, agent=agent)
+    if not found:
         raise HTTPException(404, f"session_id: no session {session_id!r}")
     if agent is None:
-        agent = max(
-            sorted({e["agent"] for e in events}),
-            key=lambda name: sum(1 for e in events if e["agent"] == name),
-        )
-        events = [e for e in events if e["agent"] == agent]
-    rows = [
-        EventRow(
-            session_id,
-            e["event_id"],
-            e.get("parent_id"),
-            e["event"],
-            e["timestamp"],
-            e.get("data"),
-        )
-        for e in events
-    ]
+        counts = Counter(name for name, _ in found)
+        agent = min(counts, key=lambda name: (-counts[name], name))
+    rows = [row for name, row in found if name == agent]
     (shape,) = session_shapes(rows)
     others = [s for s in session_shapes(store.drift_rows(agent)) if s.session_id != session_id]
     return json_response(session_diff(agent, shape, others[-500:]))
