@@ -39,7 +39,8 @@ first sign of a model request         ``llm_start`` (the last tool result of the
                                       user started speaking during that speech
                                       (``user_state_changed``), else ``interrupted``
 speech done, interrupted, no reply    ``interrupted`` (the speech's last step)
-``agent_false_interruption``          ``interrupted`` reason ``false_interruption``
+``agent_false_interruption``          ``interrupted`` reason ``false_interruption`` with
+                                      ``resumed`` (the paused reply's model request)
 ``error``                             ``llm_error`` (the open ``llm_start``) or
                                       ``step_error`` (the agent step)
 ``close``                             ``step_end`` of the agent, ``session_end``
@@ -205,9 +206,9 @@ class LedgerSessionObserver:
         self._last_user: str | None = None
         self._agent_step: str | None = None
         self._agent_name: str | None = None
-        self._last_interrupted: str | None = None
         self._last_outcome: str | None = None
         self._user_spoke_at = 0.0
+        self._resumed_at = 0.0
         self._handoff_cause: str | None = None
         self._transcript_meta: dict[str, Any] = {}
         self._usage: Any = None
@@ -513,14 +514,18 @@ class LedgerSessionObserver:
     def _log_interrupted(
         self, speech: Speech | None, parent: str | None, at: float | None = None
     ) -> None:
-        """``interrupted``: ``barge_in`` when the user started speaking during the speech,
-        else ``interrupted`` (``session.interrupt()``, a tool, a handoff, shutdown)."""
-        barge_in = speech is not None and self._user_spoke_at >= speech.created_at > 0
+        """``interrupted``: ``barge_in`` when the user started speaking during the speech
+        (and LiveKit did not resume it as a false interruption since), else ``interrupted``
+        (``session.interrupt()``, a tool, a handoff, shutdown)."""
+        spoke = self._user_spoke_at
+        barge_in = (
+            speech is not None and spoke >= speech.created_at > 0 and spoke > self._resumed_at
+        )
         data: dict[str, Any] = {"reason": "barge_in" if barge_in else "interrupted"}
         if speech is not None:
             data["speech_id"] = speech.speech_id
             speech.interrupted_logged = True
-        self._last_interrupted = self._log(v.INTERRUPTED, data, parent, at)
+        self._log(v.INTERRUPTED, data, parent, at)
 
     def _on_handoff(self, item: Any, at: float | None) -> None:
         old, new = getattr(item, "old_agent_id", None), getattr(item, "new_agent_id", None)
@@ -742,12 +747,17 @@ class LedgerSessionObserver:
     # -- interruptions, errors, state, close -------------------------------------------------
 
     def _on_false_interruption(self, ev: Any) -> None:
+        # The paused reply is the current speech; its own reply event does not exist yet.
         speech = self._owner(None)
-        parent = (
-            self._last_interrupted or (speech.last_step if speech else None) or self._anchor(speech)
-        )
-        data = {"reason": "false_interruption", "resumed": bool(getattr(ev, "resumed", False))}
-        self._log(v.INTERRUPTED, data, parent, _at(ev))
+        parent = (speech.last_step or speech.open_start) if speech is not None else None
+        resumed = bool(getattr(ev, "resumed", False))
+        data: dict[str, Any] = {"reason": "false_interruption", "resumed": resumed}
+        at = _at(ev)
+        if speech is not None:
+            data["speech_id"] = speech.speech_id
+        if resumed:
+            self._resumed_at = at or 0.0
+        self._log(v.INTERRUPTED, data, parent or self._anchor(speech), at)
 
     def _on_error(self, ev: Any) -> None:
         err = getattr(ev, "error", None)

@@ -20,7 +20,7 @@ from agentledger.integrations.livekit import LedgerSessionObserver
 
 from .conftest import WeatherAgent
 from .fakes import FakeLLM, Reply
-from .voice_fakes import RealTimeSpeaker, ScriptedSTT, SilentMicrophone, SilentTTS
+from .voice_fakes import NoiseVAD, RealTimeSpeaker, ScriptedSTT, SilentMicrophone, SilentTTS
 
 pytestmark = pytest.mark.livekit
 
@@ -34,22 +34,43 @@ async def _call(
     *,
     until_replies: int,
     level: Any = "standard",
+    noises: Sequence[tuple[int, int]] = (),
     timeout_s: float = 20.0,
 ) -> AgentSession[Any]:
-    """Run a voice session until the agent said ``until_replies`` messages, then close it."""
+    """Run a voice session until the agent said ``until_replies`` messages, then close it.
+
+    Without ``noises`` the STT ends turns and interrupts; with them a VAD hears the noises
+    (and must cover the utterances too), ends turns and may pause a reply that LiveKit
+    resumes when no words follow.
+    """
+    if noises:
+        turn_handling: Any = {
+            "turn_detection": "vad",
+            "endpointing": {"min_delay": 0.05, "max_delay": 0.5},
+            "interruption": {
+                "mode": "vad",
+                "min_words": 0,
+                "min_duration": 0.3,
+                "false_interruption_timeout": 0.3,
+            },
+        }
+    else:
+        turn_handling = {
+            "turn_detection": "stt",
+            "endpointing": {"min_delay": 0.05, "max_delay": 0.5},
+            "interruption": {"resume_false_interruption": False, "min_words": 0},
+        }
     session = AgentSession[Any](
         llm=FakeLLM(replies),
         stt=ScriptedSTT(utterances),
         tts=SilentTTS(),
-        turn_handling={
-            "turn_detection": "stt",
-            "endpointing": {"min_delay": 0.05, "max_delay": 0.5},
-            "interruption": {"resume_false_interruption": False, "min_words": 0},
-        },
+        vad=NoiseVAD(noises) if noises else None,
+        turn_handling=turn_handling,
+        aec_warmup_duration=None,
     )
     LedgerSessionObserver(ledger, level=level).attach(session)
     session.input.audio = SilentMicrophone()
-    session.output.audio = RealTimeSpeaker()
+    session.output.audio = RealTimeSpeaker(pause=bool(noises))
     await session.start(WeatherAgent())
     deadline = time.monotonic() + timeout_s
     try:
@@ -125,3 +146,26 @@ async def test_barge_in_interrupts_the_reply(ledger: Ledger, stored: StoredReade
     assert s.ancestors(answer) == ["session_start", "user_message", "llm_start", "llm_end"]
     assert s.by_id[s.parent(s.parent(s.parent(answer)))["event_id"]] is second
     assert s.parent(s.parent(s.parent(cut))) is first
+
+
+async def test_false_interruption_is_resumed(ledger: Ledger, stored: StoredReader) -> None:
+    story = " ".join(f"word{i}" for i in range(30))  # 1.8 s of speech
+    await _call(
+        ledger,
+        [Reply("req-1", text=story)],
+        [(25, "tell me a story")],
+        # the caller's question, then a cough (no words) 0.6 s into the reply
+        noises=[(5, 30), (90, 130)],
+        until_replies=1,
+    )
+    s = stored()
+    false = s.one("interrupted")
+    assert false["data"]["reason"] == "false_interruption"
+    assert false["data"]["resumed"] is True
+    reply = s.one("assistant_response")
+    assert reply["data"]["text"] == story
+    assert reply["data"]["interrupted"] is False
+    assert false["data"]["speech_id"] == reply["data"]["speech_id"]
+    # It happened to the reply being spoken: under that reply's model request.
+    assert s.parent(false)["event"] in {"llm_start", "llm_end"}
+    assert "user_message" in s.ancestors(false)
