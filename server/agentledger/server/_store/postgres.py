@@ -56,7 +56,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, create_engine, func, text
 from sqlalchemy.engine.url import URL, make_url
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from agentledger.server._ingest import PreparedEvent
 from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore
@@ -113,8 +113,11 @@ def _env_number(name: str, default: float) -> float:
         raise ValueError(f"{name} must be a number, got {raw!r}") from None
 
 
-def _sqlstate(error: DBAPIError) -> str | None:
-    return getattr(error.orig, "sqlstate", None)
+def _sqlstate(error: BaseException) -> str | None:
+    """SQLSTATE of a psycopg error, bare or wrapped in a SQLAlchemy ``DBAPIError``."""
+    origin = error.orig if isinstance(error, DBAPIError) else error
+    state = getattr(origin, "sqlstate", None)
+    return state if isinstance(state, str) else None
 
 
 class PostgresStore(SQLStore):
@@ -270,7 +273,7 @@ class PostgresStore(SQLStore):
                     for key in keys:
                         conn.execute(lock, {"k": key})
                     return self._append_in(conn, items, keep_received_at)
-            except (IntegrityError, OperationalError) as error:
+            except Exception as error:  # SQLAlchemy-wrapped, or psycopg's own from COPY
                 attempt += 1
                 if attempt > _RETRIES or _sqlstate(error) not in _RETRY_STATES:
                     raise
