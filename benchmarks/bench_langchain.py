@@ -11,6 +11,8 @@ default: an agent making 2,000 model calls), 8 callbacks per step. Each handler 
 * ``zizkadb``: ``zizkadb.integrations.langchain.ZizkaDBCallbackHandler`` (zizkadb-sdk 0.5.0),
   an ``AsyncCallbackHandler`` that awaits one HTTP request per event. Measured over
   ``--reference-steps`` steps (default 300; it is slow) and compared per callback.
+* ``langfuse`` (only when ``langfuse`` is installed): Langfuse's ``CallbackHandler`` exporting to
+  a closed port, i.e. its in-process cost (its exporter works in a background thread).
 
 Async runs (``ainvoke``) for all three, the reference handler's native mode; ``ours`` and
 ``none`` also run sync (``invoke``). ``none`` and ``ours`` are repeated ``--repeat`` times and
@@ -86,6 +88,7 @@ def build_graph() -> Any:
 
 OURS = "ours: LedgerCallbackHandler + server"
 REFERENCE = "zizkadb-sdk ZizkaDBCallbackHandler"
+LANGFUSE = "langfuse CallbackHandler (closed port)"
 
 
 class NoopHandler(BaseCallbackHandler):
@@ -227,7 +230,32 @@ def bench_workload(
     ]
     if work.mode == "async" and reference_steps > 0:
         rows.append(reference_row(work, url, api_key, reference_steps, per_step))
+    langfuse = langfuse_handler()
+    if langfuse is not None:
+        wall = work.run(steps, [langfuse])
+        rows.append(Row(label, LANGFUSE, steps, wall, base, total))
     return rows
+
+
+def langfuse_handler() -> Any:
+    """Langfuse's LangChain handler exporting to a closed port, or ``None`` if not installed.
+
+    Its spans are exported by a background OpenTelemetry batch processor, so this measures the
+    in-process cost of a well-known non-blocking handler (issue 5, optional reference).
+    """
+    try:
+        from langfuse import Langfuse
+        from langfuse.langchain import CallbackHandler
+    except ImportError:
+        return None
+    os.environ.setdefault("LANGFUSE_PUBLIC_KEY", "pk-lf-bench")
+    os.environ.setdefault("LANGFUSE_SECRET_KEY", "sk-lf-bench")
+    os.environ["LANGFUSE_HOST"] = os.environ["LANGFUSE_BASE_URL"] = "http://127.0.0.1:9"
+    os.environ.setdefault("LANGFUSE_TIMEOUT", "1")
+    for name in ("langfuse", "opentelemetry"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    Langfuse()
+    return CallbackHandler()
 
 
 def reference_row(work: Workload, url: str, api_key: str, steps: int, per_step: float) -> Row:
