@@ -58,7 +58,10 @@ class _Three(TypedDict):
 
 
 def test_case_h01_langgraph_ainvoke_three_nodes(
-    handler: LedgerCallbackHandler, stored: Read, caplog: pytest.LogCaptureFixture
+    handler: LedgerCallbackHandler,
+    stored: Read,
+    caplog: pytest.LogCaptureFixture,
+    recwarn: pytest.WarningsRecorder,
 ) -> None:
     model = EchoModel()
 
@@ -99,6 +102,7 @@ def test_case_h01_langgraph_ainvoke_three_nodes(
         assert end["data"]["token_usage"]["input_tokens"] == USAGE["input_tokens"]
     callback_warnings = [r for r in caplog.records if "callback" in r.getMessage().lower()]
     assert callback_warnings == []
+    assert [str(w.message) for w in recwarn if "context" in str(w.message).lower()] == []
     assert handler.open_runs == 0
 
 
