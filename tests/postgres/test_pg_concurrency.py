@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import threading
 import time
@@ -94,21 +95,20 @@ def test_four_writer_processes_two_servers_one_agent(
         assert seqs == sorted(seqs)
     # the writers really interleaved (otherwise this test proves nothing about concurrency)
     owners = [row["data"]["writer"] for row in rows]
-    switches = sum(1 for a, b in zip(owners, owners[1:], strict=False) if a != b)
+    switches = sum(1 for a, b in itertools.pairwise(owners) if a != b)
     assert switches >= writers
 
 
-def _race(calls: list[Any]) -> list[httpx.Response]:
-    """Run the calls in threads released together by a barrier."""
-    barrier = threading.Barrier(len(calls))
+def _race(posts: list[tuple[httpx.Client, dict[str, Any]]]) -> list[httpx.Response]:
+    """POST each ``(client, body)`` to ``/v1/events`` from threads released by one barrier."""
+    barrier = threading.Barrier(len(posts))
 
-    def run(call: Any) -> httpx.Response:
+    def run(post: tuple[httpx.Client, dict[str, Any]]) -> httpx.Response:
         barrier.wait(30)
-        response: httpx.Response = call()
-        return response
+        return post[0].post("/v1/events", json=post[1])
 
-    with ThreadPoolExecutor(len(calls)) as pool:
-        return list(pool.map(run, calls))
+    with ThreadPoolExecutor(len(posts)) as pool:
+        return list(pool.map(run, posts))
 
 
 def test_racing_idempotency_keys_resolve_to_one_row(
@@ -125,9 +125,7 @@ def test_racing_idempotency_keys_resolve_to_one_row(
                 "data": {"amount": key_no},
                 "idempotency_key": f"pay-{key_no}",
             }
-            responses = _race(
-                [lambda c=c: c.post("/v1/events", json=body) for c in clients]  # type: ignore[misc]
-            )
+            responses = _race([(client, body) for client in clients])
             statuses = sorted(r.status_code for r in responses)
             assert statuses == [200] * (len(clients) - 1) + [201], [r.text for r in responses]
             answers = {(r.json()["event_id"], r.json()["sequence_no"]) for r in responses}
@@ -150,14 +148,8 @@ def test_one_event_id_raced_by_two_agents_is_one_row_and_a_409(
             event_id = str(uuid.uuid4())
             responses = _race(
                 [
-                    lambda: clients[0].post(
-                        "/v1/events",
-                        json={"agent": first, "event": "e", "data": {}, "event_id": event_id},
-                    ),
-                    lambda: clients[1].post(
-                        "/v1/events",
-                        json={"agent": second, "event": "e", "data": {}, "event_id": event_id},
-                    ),
+                    (clients[0], {"agent": first, "event": "e", "data": {}, "event_id": event_id}),
+                    (clients[1], {"agent": second, "event": "e", "data": {}, "event_id": event_id}),
                 ]
             )
             assert sorted(r.status_code for r in responses) == [201, 409], [
