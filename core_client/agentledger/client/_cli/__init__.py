@@ -30,6 +30,7 @@ app = typer.Typer(
 # (module, extra, commands it provides): each module exposes ``register(app)``.
 _PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("agentledger.client._cli.commands", "", ()),
+    ("agentledger.client._cli.query_commands", "", ()),
     ("agentledger.server._cli", "server", ("serve",)),
     ("agentledger.integrations._cli", "langchain", ("demo", "cases")),
 )
