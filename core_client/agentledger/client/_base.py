@@ -47,7 +47,7 @@ from agentledger.client._models import (
     Stats,
     WhyResult,
 )
-from agentledger.client._redact import redact as shared_redact
+from agentledger.client._redaction import ClientRedactor
 from agentledger.client._retry import RetryPolicy
 from agentledger.client._sanitize import DEFAULT_MAX_STRING_CHARS, snapshot
 from agentledger.client._spill import DEFAULT_MAX_SPILL_BYTES, SpillStore, destination_dir
@@ -198,21 +198,14 @@ class BaseLedger:
         self._register_process_hooks()
 
     @staticmethod
-    def _make_redactor(setting: RedactSetting) -> Callable[[Any], Any] | None:
+    def _make_redactor(setting: RedactSetting) -> ClientRedactor | None:
         if setting is False:
             return None
         patterns: tuple[str, ...] = () if setting is True else tuple(setting)  # type: ignore[arg-type]
         try:
-            shared_redact({}, patterns=patterns)
+            return ClientRedactor(patterns)
         except ValueError as error:
             raise ConfigurationError(str(error)) from error
-        if not patterns:
-            return shared_redact
-
-        def redactor(value: Any) -> Any:
-            return shared_redact(value, patterns=patterns)
-
-        return redactor
 
     def _register_process_hooks(self) -> None:
         ref = weakref.ref(self)

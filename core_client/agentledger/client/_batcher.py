@@ -24,7 +24,6 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -32,6 +31,7 @@ import httpx
 
 from agentledger.client._guard import capture_internal_exceptions, logger
 from agentledger.client._models import FlushResult, Stats
+from agentledger.client._redaction import ClientRedactor
 from agentledger.client._retry import (
     RetryableStatus,
     RetryPolicy,
@@ -109,7 +109,7 @@ class BatchSender:
         timeout: httpx.Timeout,
         policy: RetryPolicy,
         spill: SpillStore | None,
-        redactor: Callable[[Any], Any] | None,
+        redactor: ClientRedactor | None,
         flush_interval_s: float,
         max_batch_events: int,
         max_queue_events: int,

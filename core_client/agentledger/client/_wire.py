@@ -9,11 +9,14 @@ byte without parsing.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import orjson
+
+from agentledger.client._redaction import ClientRedactor
 
 __all__ = [
     "BatchOutcome",
@@ -41,14 +44,18 @@ class Item(NamedTuple):
     importance: float | None
 
 
+@functools.lru_cache(maxsize=8)
+def _second(seconds: int) -> str:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
 def iso_from_ns(time_ns: int) -> str:
     """ISO-8601 UTC with microseconds and a ``Z`` suffix, from ``time.time_ns()``."""
     seconds, rest = divmod(time_ns, 1_000_000_000)
-    stamp = dt.datetime.fromtimestamp(seconds, dt.UTC).replace(microsecond=rest // 1000)
-    return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return f"{_second(seconds)}.{rest // 1000:06d}Z"
 
 
-def item_line(item: Item, redactor: Callable[[Any], Any] | None) -> bytes:
+def item_line(item: Item, redactor: ClientRedactor | None) -> bytes:
     """The wire JSON object of one event (redacted when ``redactor`` is given)."""
     data: Any
     metadata: Any
@@ -56,8 +63,8 @@ def item_line(item: Item, redactor: Callable[[Any], Any] | None) -> bytes:
         data = orjson.Fragment(item.data)
         metadata = orjson.Fragment(item.metadata) if item.metadata is not None else None
     else:
-        data = redactor(orjson.loads(item.data))
-        metadata = redactor(orjson.loads(item.metadata)) if item.metadata is not None else None
+        data = redactor.value(item.data)
+        metadata = redactor.value(item.metadata) if item.metadata is not None else None
     obj: dict[str, Any] = {
         "event_id": item.event_id,
         "agent": item.agent,
