@@ -185,3 +185,52 @@ def seed_long_session(url: str, headers: dict[str, str], agent: str, *, count: i
     seeded.ids["last"] = events[-1]["event_id"]
     post_events(url, headers, events)
     return seeded
+
+
+def seed_drifting_sessions(
+    url: str, headers: dict[str, str], agent: str, *, sessions: int = 30, recent: int = 10
+) -> list[str]:
+    """``sessions`` refund sessions, oldest first; in the last ``recent`` of them most runs
+    skip ``verify_charge`` (the drift the baseline report must flag)."""
+    events: list[dict[str, Any]] = []
+    t = datetime.now(UTC) - timedelta(days=3)
+    names = []
+    for i in range(sessions):
+        session = f"refund-{uuid.uuid4().hex[:8]}-{i:03d}"
+        names.append(session)
+        t += timedelta(minutes=30)
+        root = str(uuid.uuid4())
+        events.append(
+            {
+                "event_id": root,
+                "agent": agent,
+                "session_id": session,
+                "event": "session_start",
+                "data": {},
+                "timestamp": t.isoformat(),
+            }
+        )
+        tools = ["lookup_order", "verify_charge", "issue_refund"]
+        if i >= sessions - recent and i % 5 != 0:
+            tools = ["lookup_order", "issue_refund"]
+        parent = root
+        for j, tool in enumerate(tools):
+            call, result = str(uuid.uuid4()), str(uuid.uuid4())
+            for event_id, kind, data, parent_id, dt in (
+                (call, "tool_call", {"tool": tool, "args": {}}, parent, 2 * j + 1),
+                (result, "tool_result", {"tool": tool, "result": "ok"}, call, 2 * j + 2),
+            ):
+                events.append(
+                    {
+                        "event_id": event_id,
+                        "agent": agent,
+                        "session_id": session,
+                        "event": kind,
+                        "data": data,
+                        "parent_id": parent_id,
+                        "timestamp": (t + timedelta(seconds=dt)).isoformat(),
+                    }
+                )
+            parent = result
+    post_events(url, headers, events)
+    return names

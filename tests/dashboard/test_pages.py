@@ -15,7 +15,7 @@ import httpx
 import markupsafe
 import pytest
 
-from ._seed import XSS_TEXT, Seeded, seed_long_session
+from ._seed import XSS_TEXT, Seeded, seed_drifting_sessions, seed_long_session
 
 pytestmark = pytest.mark.server
 
@@ -263,8 +263,21 @@ def test_static_assets_and_root_redirect(ledger_server: Any) -> None:
     assert root.status_code == 307 and root.headers["location"] == "/ui/"
 
 
+def wait_for_search_index(server: Any, timeout_s: float = 20.0) -> None:
+    """The keyword index is filled after the write; wait until nothing is pending."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = httpx.get(f"{server.url}/v1/search/status", headers=server.headers())
+        if status.status_code != 200 or not status.json()["keyword_index"]["pending"]:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the keyword index did not catch up")
+
+
 def test_search_box_searches_or_says_why_not(ledger_server: Any, seeded: Seeded) -> None:
     paths = httpx.get(f"{ledger_server.url}/openapi.json").json()["paths"]
+    if "/v1/search" in paths:
+        wait_for_search_index(ledger_server)
     page = get(ledger_server, "/ui/", params={"agent": seeded.agent, "q": "refund"}).text
     if "/v1/search" in paths:
         results = page.split('id="search-results"', 1)[1].split("</section>", 1)[0]
@@ -299,3 +312,31 @@ def test_a_5000_event_session_pages_and_renders_quickly(
             f"\n[dashboard] 5,000-event session page over HTTP: "
             f"median {sorted(timings)[1]:.0f} ms (runs: {', '.join(f'{t:.0f}' for t in timings)})"
         )
+
+
+def test_agent_page_draws_baseline_against_recent_when_the_route_exists(
+    ledger_server: Any, agent_name: str
+) -> None:
+    paths = httpx.get(f"{ledger_server.url}/openapi.json").json()["paths"]
+    seed_drifting_sessions(ledger_server.url, ledger_server.headers(), agent_name)
+    page = get(ledger_server, f"/ui/agents/{agent_name}").text
+    section = page.split('id="baseline"', 1)[1].split("</section>", 1)[0]
+    if "/v1/agents/{agent}/baseline" not in paths:
+        assert 'id="baseline-unavailable"' in section
+        return
+    # Every session counts as recent by the route's default; the page picks the last third.
+    api = httpx.get(
+        f"{ledger_server.url}/v1/agents/{agent_name}/baseline",
+        params={"recent_window": 10},
+        headers=ledger_server.headers(),
+    ).json()
+    verdict = section.split('id="baseline-verdict"', 1)[1].split("</dl>", 1)[0]
+    assert f"<dd>{api['verdict']}</dd>" in verdict and "drift" in api["verdict"]
+    assert "verify_charge" in section
+    charts = re.findall(r"<figcaption>([^<]+)<", section)
+    assert [c.strip() for c in charts] == ["event types", "steps", "transitions"]
+    assert section.count('class="recent"') >= 3
+    assert "tool_result:lookup_order -&gt; tool_call:issue_refund" in section
+    # An explicit window is passed through.
+    again = get(ledger_server, f"/ui/agents/{agent_name}", params={"recent": 25}).text
+    assert 'name="recent" min="1" max="100000" value="25"' in again

@@ -4,7 +4,7 @@ Every page is built from the JSON the public API answers, through the same route
 functions, auth checks (scopes, agent binding) and limits (Datasette's ``datasette.client``
 works the same way). Requests go through :class:`httpx.ASGITransport` straight into the ASGI
 app: no socket, no second query path, and an optional route that is not mounted (search,
-baselines: issue 3) is detected by :meth:`LedgerAPI.has_route` instead of guessed.
+baselines: issue 3) is detected in the app's OpenAPI schema instead of guessed.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from urllib.parse import quote
 import httpx
 import orjson
 from fastapi import FastAPI
-from fastapi.routing import APIRoute
 
 __all__ = ["ApiError", "LedgerAPI"]
 
@@ -87,12 +86,12 @@ class LedgerAPI:
         await self._http.aclose()
 
     def has_route(self, method: str, path: str) -> bool:
-        """Whether the app mounts ``method path`` (``path`` as declared, e.g.
-        ``/v1/agents/{agent}/baseline``)."""
-        return any(
-            isinstance(route, APIRoute) and route.path == path and method in (route.methods or ())
-            for route in self._app.routes
-        )
+        """Whether the app serves ``method path`` (``path`` as declared, e.g.
+        ``/v1/agents/{agent}/baseline``), read from the app's own OpenAPI schema (FastAPI
+        builds it once and caches it; included routers are not flattened into ``app.routes``
+        in every FastAPI version)."""
+        paths = self._app.openapi().get("paths", {})
+        return method.lower() in paths.get(path, {})
 
     async def _call(
         self, method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None
@@ -180,7 +179,12 @@ class LedgerAPI:
         """``GET /v1/agents/{agent}/baseline`` is mounted (query features, issue 3)."""
         return self.has_route("GET", "/v1/agents/{agent}/baseline")
 
-    async def baseline(self, agent: str) -> dict[str, Any]:
-        """GET ``/v1/agents/{agent}/baseline`` with the route's defaults."""
-        result: dict[str, Any] = await self._call("GET", f"/v1/agents/{_seg(agent)}/baseline")
+    async def baseline(self, agent: str, *, recent_window: int | None = None) -> dict[str, Any]:
+        """GET ``/v1/agents/{agent}/baseline``: the last ``recent_window`` sessions against the
+        earlier ones (the route's default when ``None``)."""
+        result: dict[str, Any] = await self._call(
+            "GET",
+            f"/v1/agents/{_seg(agent)}/baseline",
+            params={"recent_window": recent_window},
+        )
         return result

@@ -15,12 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Bar", "Chart", "baseline_charts", "report_scalars"]
+__all__ = ["Bar", "Chart", "baseline_charts", "report_metrics", "report_scalars"]
 
 #: Labels drawn per chart (the largest shares); the rest are folded into "other".
 MAX_BARS = 12
 #: SVG geometry in px.
-LABEL_W = 260
+LABEL_W = 400
+#: Label characters drawn (monospace 12 px ≈ 7.3 px each); longer ones lose their middle.
+LABEL_CHARS = 52
 BAR_W = 360
 ROW_H = 24
 TOP = 28
@@ -34,6 +36,7 @@ class Bar:
     baseline: float
     recent: float
     y: float = 0.0
+    short: str = ""
     baseline_w: float = 0.0
     recent_w: float = 0.0
 
@@ -86,6 +89,13 @@ def _side(path: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
     return None
 
 
+def _middle_cut(label: str) -> str:
+    if len(label) <= LABEL_CHARS:
+        return label
+    half = (LABEL_CHARS - 1) // 2
+    return label[:half] + "…" + label[-(LABEL_CHARS - 1 - half) :]
+
+
 def _shares(dist: Mapping[str, float]) -> dict[str, float]:
     total = float(sum(dist.values()))
     return {str(k): (float(v) / total if total else 0.0) for k, v in dist.items()}
@@ -113,7 +123,7 @@ def baseline_charts(report: Mapping[str, Any]) -> list[Chart]:
             continue
         base, recent = _shares(sides["baseline"]), _shares(sides["recent"])
         labels = sorted(
-            set(base) | set(recent), key=lambda k: -max(base.get(k, 0), recent.get(k, 0))
+            set(base) | set(recent), key=lambda k: (-max(base.get(k, 0), recent.get(k, 0)), k)
         )
         bars = [Bar(label, base.get(label, 0.0), recent.get(label, 0.0)) for label in labels]
         if len(bars) > MAX_BARS:
@@ -128,12 +138,12 @@ def baseline_charts(report: Mapping[str, Any]) -> list[Chart]:
             )
         top = max((max(b.baseline, b.recent) for b in bars), default=0.0) or 1.0
         for i, bar in enumerate(bars):
+            bar.short = _middle_cut(bar.label)
             bar.y = TOP + i * ROW_H
             bar.baseline_w = round(BAR_W * bar.baseline / top, 1)
             bar.recent_w = round(BAR_W * bar.recent / top, 1)
-        title = " / ".join(s.replace("*", "").strip("_ ") or "distribution" for s in key) or (
-            "distribution"
-        )
+        parts = [p.replace("*", "").replace("_", " ").strip() for p in key]
+        title = " / ".join(p for p in parts if p) or "distribution"
         charts.append(Chart(title=title, bars=bars, height=TOP + len(bars) * ROW_H + 8))
     return charts
 
@@ -145,3 +155,23 @@ def report_scalars(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
         for k, v in report.items()
         if v is None or isinstance(v, str | int | float | bool)
     ]
+
+
+def report_metrics(report: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """Numeric fields that ``report["baseline"]`` and ``report["recent"]`` both hold
+    (events per session, duration, error rate, tokens...): ``[(name, baseline, recent)]``."""
+    base, recent = report.get("baseline"), report.get("recent")
+    if not isinstance(base, Mapping) or not isinstance(recent, Mapping):
+        return []
+    rows = []
+    for key, value in base.items():
+        other = recent.get(key)
+        numeric = (
+            isinstance(value, int | float | None)
+            and isinstance(other, int | float | None)
+            and not isinstance(value, bool)
+            and not isinstance(other, bool)
+        )
+        if numeric and (value is not None or other is not None):
+            rows.append((str(key), value, other))
+    return rows

@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from agentledger.server._routes.health import server_version
 from agentledger.server._schemas import AGENT_PATTERN
 from agentledger.server._ui._api import ApiError, LedgerAPI
-from agentledger.server._ui._charts import baseline_charts, report_scalars
+from agentledger.server._ui._charts import baseline_charts, report_metrics, report_scalars
 from agentledger.server._ui._present import (
     EventView,
     flatten_tree,
@@ -51,6 +51,8 @@ WHY_DEPTH = 1000
 IMPACT_LIMIT = 2000
 #: Agents with more events than this are verified on request only (verify runs ~100k/s).
 AUTO_VERIFY_EVENTS = 200_000
+#: Smallest recent window the agent page picks by itself for the baseline comparison.
+AUTO_RECENT_MIN = 10
 
 _SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -161,6 +163,9 @@ async def index(
                 results = found.get("results", [])
                 search = {
                     "query": query,
+                    "mode": found.get("mode"),
+                    "pending": found.get("index_pending") or 0,
+                    "notes": [str(n) for n in found.get("notes") or []],
                     "hits": [
                         {"view": view, "score": hit.get("score")}
                         for view, hit in zip(view_events(results), results, strict=True)
@@ -306,6 +311,7 @@ async def agent_page(
     request: Request,
     agent: Annotated[str, Path(pattern=AGENT_PATTERN, max_length=255)],
     verify: Annotated[bool, Query()] = False,
+    recent: Annotated[int | None, Query(ge=1, le=100_000)] = None,
 ) -> Response:
     """Chain verification status and head, recent sessions, and baseline vs recent
     distributions when the baseline route exists."""
@@ -326,7 +332,10 @@ async def agent_page(
         baseline_error = None
         if api.can_baseline:
             try:
-                baseline = await api.baseline(agent)
+                baseline = await api.baseline(agent, recent_window=recent)
+                split = _auto_split(baseline) if recent is None else None
+                if split is not None:
+                    baseline = await api.baseline(agent, recent_window=split)
             except ApiError as error:
                 if error.status in (401, 403):
                     raise
@@ -343,11 +352,35 @@ async def agent_page(
             can_baseline=api.can_baseline,
             baseline=baseline,
             baseline_error=baseline_error,
+            recent=recent,
             charts=baseline_charts(baseline) if baseline else [],
             scalars=report_scalars(baseline) if baseline else [],
+            metrics=report_metrics(baseline) if baseline else [],
+            reasons=_reasons(baseline),
         )
 
     return await _page(request, build)
+
+
+def _auto_split(report: dict[str, Any]) -> int | None:
+    """A ``recent_window`` that leaves a baseline when the route's default took every session
+    as recent: the last third (at least ``AUTO_RECENT_MIN``), or ``None`` to keep the report."""
+    sessions = report.get("sessions")
+    if report.get("verdict") != "insufficient_data" or not isinstance(sessions, dict):
+        return None
+    base, recent = sessions.get("baseline"), sessions.get("recent")
+    if not isinstance(base, int) or not isinstance(recent, int) or base > 0:
+        return None
+    split = max(AUTO_RECENT_MIN, recent // 3)
+    return split if recent - split >= AUTO_RECENT_MIN else None
+
+
+def _reasons(report: dict[str, Any] | None) -> list[str]:
+    drift = report.get("drift") if report else None
+    reasons = drift.get("reasons") if isinstance(drift, dict) else None
+    if isinstance(drift, dict) and not reasons and drift.get("reason"):
+        reasons = [drift["reason"]]
+    return [str(r) for r in reasons] if isinstance(reasons, list) else []
 
 
 # -- login -----------------------------------------------------------------------------------
