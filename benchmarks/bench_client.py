@@ -84,6 +84,7 @@ class _StubHandler(http.server.BaseHTTPRequestHandler):
     """Answers after ``delay_s`` with a plausible success body (no storage)."""
 
     protocol_version = "HTTP/1.1"
+    wbufsize = 1 << 16  # headers and body in one send (no Nagle/delayed-ACK stall)
     delay_s = 0.0
 
     def log_message(self, format: str, *args: Any) -> None:

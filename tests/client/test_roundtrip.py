@@ -246,3 +246,43 @@ def test_environment_fallbacks_and_overrides(
     monkeypatch.delenv("AGENTLEDGER_API_KEY")
     with pytest.raises(ConfigurationError, match="AGENTLEDGER_API_KEY"):
         Ledger()
+
+
+async def test_key_management_and_scopes(
+    twin: Twin, ledger_server: Any, agent_name: str, spill_dir: Path
+) -> None:
+    """Keys made through the client: a read-only key reads but cannot write (its events are
+    kept in the spill, not lost); a revoked key gets 401."""
+    admin = twin.make(ledger_server.url, ledger_server.api_key, agent_name, spill_dir=None)
+    try:
+        admin.log("step_start", {"by": "admin"})
+        await twin.flush(admin, 10)
+        created = await maybe(
+            admin.create_key("reader", agent=agent_name, scope="read_only", expires_in_days=1)
+        )
+        assert created.key and created.scope == "read_only"
+        listed = await maybe(admin.list_keys())
+        assert created.key_id in {k.key_id for k in listed}
+        assert all(k.key is None for k in listed)  # no secrets in listings
+
+        reader = twin.make(ledger_server.url, created.key, agent_name, spill_dir=spill_dir)
+        try:
+            assert [e.data for e in await maybe(reader.list_events())] == [{"by": "admin"}]
+            reader.log("step_start", {"by": "reader"})
+            await twin.flush(reader, 3)
+            assert reader.stats().sent == 0 and reader.stats().spilled == 1
+        finally:
+            await twin.close(reader, 1)
+
+        await maybe(admin.revoke_key(created.key_id))
+        revoked = twin.make(ledger_server.url, created.key, agent_name, spill_dir=None)
+        try:
+            with pytest.raises(AuthenticationError):
+                await maybe(revoked.list_events())
+        finally:
+            await twin.close(revoked, 0.5)
+        with pytest.raises(NotFoundError):
+            await maybe(admin.revoke_key("no-such-key"))
+    finally:
+        await twin.close(admin, 5)
+    assert len(stored_events(ledger_server.url, ledger_server.api_key, agent_name)) == 1

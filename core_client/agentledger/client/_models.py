@@ -419,7 +419,8 @@ class ApiKey:
     scope: str | None
     created_at: str | None = None
     expires_at: str | None = None
-    revoked: bool = False
+    revoked_at: str | None = None
+    prefix: str | None = None
     key: str | None = None
 
     @classmethod
@@ -431,7 +432,8 @@ class ApiKey:
             scope=obj.get("scope"),
             created_at=obj.get("created_at"),
             expires_at=obj.get("expires_at"),
-            revoked=bool(obj.get("revoked", False)),
+            revoked_at=obj.get("revoked_at"),
+            prefix=obj.get("prefix"),
             key=obj.get("key") or obj.get("api_key"),
         )
 
