@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -38,6 +39,7 @@ from typing import Any
 import httpx
 import orjson
 import psutil
+import uuid_utils
 
 KEY = "bench-key"
 BATCH = 500
@@ -88,7 +90,7 @@ def event_data(i: int) -> dict[str, Any]:
     }
 
 
-def batches(agent: str, n: int, *, chain_ids: bool = False) -> Iterator[bytes]:
+def batches(agent: str, n: int) -> Iterator[bytes]:
     for start in range(0, n, BATCH):
         items = []
         for i in range(start, min(n, start + BATCH)):
@@ -123,19 +125,25 @@ def ingest_raw(path: Path, n: int) -> float:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA cache_size=-16384")  # as the server's connections
+    # the same table and indexes as the server's events table (unique ids, per-agent sequence,
+    # per-agent idempotency key, parent, agent/time and session/time look-ups)
     conn.execute(
         "CREATE TABLE events (id INTEGER PRIMARY KEY, event_id TEXT UNIQUE, agent TEXT,"
-        " sequence_no INTEGER, timestamp TEXT, event TEXT, parent_id TEXT, session_id TEXT,"
-        " record BLOB, checksum TEXT, chain_hash TEXT, UNIQUE(agent, sequence_no))"
+        " sequence_no INTEGER, timestamp TEXT, received_at TEXT, event TEXT, parent_id TEXT,"
+        " session_id TEXT, idempotency_key TEXT, record BLOB, checksum TEXT, chain_hash TEXT,"
+        " UNIQUE(agent, sequence_no), UNIQUE(agent, idempotency_key))"
     )
     conn.execute("CREATE INDEX ix_parent ON events(parent_id)")
+    conn.execute("CREATE INDEX ix_agent_ts ON events(agent, timestamp, sequence_no)")
+    conn.execute("CREATE INDEX ix_session_ts ON events(session_id, timestamp)")
     previous = ""
     start = time.perf_counter()
     parent = None
     for first in range(0, n, BATCH):
         rows = []
         for i in range(first, min(n, first + BATCH)):
-            event_id = str(uuid.uuid4())
+            event_id = str(uuid_utils.uuid7())  # time-ordered ids, as the server generates
             ts = time.strftime("%Y-%m-%dT%H:%M:%S.000000+00:00", time.gmtime())
             record = {
                 "event_id": event_id,
@@ -158,6 +166,7 @@ def ingest_raw(path: Path, n: int) -> float:
                     "raw",
                     i + 1,
                     ts,
+                    ts,
                     "tool_call",
                     record["parent_id"],
                     record["session_id"],
@@ -169,8 +178,9 @@ def ingest_raw(path: Path, n: int) -> float:
             parent = event_id
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany(
-            "INSERT INTO events (event_id, agent, sequence_no, timestamp, event, parent_id,"
-            " session_id, record, checksum, chain_hash) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO events (event_id, agent, sequence_no, timestamp, received_at, event,"
+            " parent_id, session_id, record, checksum, chain_hash)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             rows,
         )
         conn.execute("COMMIT")
@@ -179,10 +189,9 @@ def ingest_raw(path: Path, n: int) -> float:
     return n / elapsed
 
 
-def post_chain(client: httpx.Client, agent: str, parents: list[str | None]) -> list[str]:
-    """Write one event per entry with the given parent (client-side ids)."""
+def post_chain(client: httpx.Client, agent: str, parents: list[int | None]) -> list[str]:
+    """Write one event per entry whose parent is the entry at the given index (client ids)."""
     ids = [str(uuid.uuid4()) for _ in parents]
-    index = {None: None}
     for start in range(0, len(parents), BATCH):
         items = []
         for i in range(start, min(len(parents), start + BATCH)):
@@ -193,12 +202,11 @@ def post_chain(client: httpx.Client, agent: str, parents: list[str | None]) -> l
                     "event": "step",
                     "data": {"i": i},
                     "event_id": ids[i],
-                    "parent_id": ids[int(p)] if p is not None else None,
+                    "parent_id": ids[p] if p is not None else None,
                 }
             )
         response = client.post("/v1/events/batch", json={"events": items})
         response.raise_for_status()
-    del index
     return ids
 
 
@@ -218,11 +226,17 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=None, help="ingest events (100,000)")
     parser.add_argument("--export-events", type=int, default=None, help="export events")
     args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="agentledger-bench-server-"))
+    try:
+        run(args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, tmp: Path) -> None:
+    """Run every measurement with files under ``tmp`` and print the table."""
     n_ingest = args.events or (10_000 if args.quick else 100_000)
-    n_export = args.export_events or (
-        20_000 if args.quick else 1_000_000 if args.full else 200_000
-    )
-    tmp = Path(tempfile.mkdtemp(prefix="agentledger-bench-"))
+    n_export = args.export_events or (20_000 if args.quick else 1_000_000 if args.full else 200_000)
     rows: list[tuple[str, str, str, str, str]] = []
 
     raw_rate = ingest_raw(tmp / "raw.db", n_ingest)
@@ -242,9 +256,11 @@ def main() -> None:
         with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
             chain = post_chain(client, "bench-why", [None, *range(0, 1_000)])
             why_ms = timed(
-                lambda: client.get(f"/v1/events/{chain[-1]}/why", params={"depth": 1000})
-                .raise_for_status()
-                .json(),
+                lambda: (
+                    client.get(f"/v1/events/{chain[-1]}/why", params={"depth": 1000})
+                    .raise_for_status()
+                    .json()
+                ),
                 20,
             )
             got = client.get(f"/v1/events/{chain[-1]}/why", params={"depth": 1000}).json()
@@ -259,7 +275,8 @@ def main() -> None:
                 )
             )
             # a 10,000-event subtree: each node's parent is an earlier node (fan-out ~3)
-            tree = post_chain(client, "bench-impact", [None, *[(i - 1) // 3 for i in range(1, 10_001)]])
+            fan_out = [None, *[(i - 1) // 3 for i in range(1, 10_001)]]
+            tree = post_chain(client, "bench-impact", fan_out)
             impact_ms = timed(
                 lambda: client.get(f"/v1/events/{tree[0]}/impact").raise_for_status().json(),
                 5,
@@ -334,7 +351,11 @@ def main() -> None:
     header = ("measurement", "ours", "reference / limit", "ratio", "verdict")
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(5)]
     line = " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
-    print(f"agentledger server benchmark ({os.cpu_count()} CPUs, SQLite {sqlite3.sqlite_version})")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(
+        f"agentledger server benchmark ({os.cpu_count()} CPUs, load average {load}, "
+        f"SQLite {sqlite3.sqlite_version})"
+    )
     print(line)
     print("-|-".join("-" * w for w in widths))
     for row in rows:
