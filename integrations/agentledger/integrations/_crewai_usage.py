@@ -85,25 +85,42 @@ class Rollup:
     never as ``data.token_usage`` (field case H13).
     """
 
-    __slots__ = ("_calls", "_lock", "_sums", "_without_usage")
+    __slots__ = ("_calls", "_closed", "_lock", "_sums", "_without_usage")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._calls = 0
         self._without_usage = 0
         self._sums: dict[str, int | None] = dict.fromkeys(_SUMMED)
+        self._closed = False
 
-    def add(self, usage: Mapping[str, Any] | None) -> None:
-        """Count one finished model call and its ``token_usage`` (``None`` = not reported)."""
+    def add(self, usage: Mapping[str, Any] | None) -> bool:
+        """Count one finished model call and its ``token_usage`` (``None`` = not reported).
+
+        Returns:
+            False when the step was already closed (:meth:`close`): the call is not counted.
+        """
         with self._lock:
+            if self._closed:
+                return False
             self._calls += 1
             if usage is None:
                 self._without_usage += 1
-                return
+                return True
             for key in _SUMMED:
                 value = usage.get(key)
                 if isinstance(value, int):
                     self._sums[key] = (self._sums[key] or 0) + value
+        return True
+
+    def close(self) -> dict[str, Any]:
+        """Freeze the totals (later :meth:`add` calls are refused) and return them.
+
+        Returns ``{"llm_calls", "llm_calls_without_usage", "token_usage"}``.
+        """
+        with self._lock:
+            self._closed = True
+        return self.to_data()
 
     def to_data(self) -> dict[str, Any]:
         """``{"llm_calls", "llm_calls_without_usage", "token_usage"}``.

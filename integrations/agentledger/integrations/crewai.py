@@ -41,20 +41,19 @@ any other CrewAI scope (guardrail, MCP, A2A,   ``step_start`` / ``step_end`` / `
 reasoning, evaluation...)                      with ``kind`` from its name
 =============================================  ==============================================
 
-Ids and order. CrewAI gives every event an ``event_id`` and, at emit time, the id of its
-enclosing scope (``parent_event_id``) and of the start it closes (``started_event_id``; model
-calls also share a ``call_id``). Every ledger link is taken from those ids, never from arrival
-order. Handlers are ``async def``: CrewAI then runs them one after another on its event-loop
-thread in emission order (sync handlers would run on its 10-thread pool in no order). Should
-events still arrive out of order (another dispatcher, a subclass overriding :meth:`handle`),
-the tree is unchanged: when the ledger's ``log()`` takes ``event_id=``, each ledger id is
-derived from CrewAI's (UUIDv5, :func:`ledger_event_id`) and parents may arrive later; with a
-``log()`` that makes its own ids, an event whose parent is not logged yet is held back and
-logged right after it, so parents always reach the ledger's queue first.
+Ids and order. CrewAI runs sync handlers on a 10-thread pool, in no particular order. The
+listener's handlers are sync (an ``async def`` handler would cost a cross-thread hop per
+event) and deliver events causes first (``_crewai_order.Sequencer``): a scope's start before
+its children and its end. Links never depend on arrival order anyway: each ledger
+``parent_id`` comes from CrewAI's ``parent_event_id`` (the enclosing scope's start) or
+``started_event_id`` / ``call_id`` (the start an end event closes). When the ledger's ``log()``
+takes ``event_id=``, ledger ids are derived from CrewAI's (UUIDv5, :func:`ledger_event_id`).
 
 Token usage appears only on ``llm_end`` (``data.token_usage``). Task and crew closing events
 carry ``data.rollup = {"llm_calls", "llm_calls_without_usage", "token_usage"}``, the sum of the
-model calls below them: a separate, non-additive field (field case H13).
+model calls below them: a separate, non-additive field (field case H13). A model call whose
+end is handled after its task's end (a race CrewAI's in-order thread pool makes rare) is
+missing from that roll-up and counted in :attr:`LedgerCrewListener.late_usage_events`.
 
 The listener never changes or breaks a run (field case H14): each handler body is guarded
 (:func:`agentledger.client.capture_internal_exceptions`) and counted in
@@ -69,7 +68,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import importlib
-import inspect
 import pkgutil
 import threading
 import time
@@ -89,6 +87,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 from agentledger.client import vocabulary as v
 from agentledger.client._guard import capture_internal_exceptions
 from agentledger.integrations._crewai_events import RULES, Out, Role, Rule
+from agentledger.integrations._crewai_order import Sequencer
 from agentledger.integrations._crewai_scopes import Scope, ScopeTable
 from agentledger.integrations._crewai_usage import Rollup
 from agentledger.integrations._crewai_writer import (
@@ -111,21 +110,23 @@ def _event_classes(types: frozenset[str]) -> list[type[BaseEvent]]:
     """Every concrete CrewAI event class whose ``type`` is in ``types``.
 
     The bus dispatches by exact class (subscribing to ``BaseEvent`` catches nothing), so each
-    class of ``crewai.events.types.*`` is found by its ``type`` field's default.
+    class of ``crewai.events.types.*`` (and any other loaded subclass) is found by its
+    ``type`` field's default.
     """
     import crewai.events.types as event_types
 
-    found: dict[str, type[BaseEvent]] = {}
     for module_info in pkgutil.iter_modules(event_types.__path__):
-        module = importlib.import_module(f"{event_types.__name__}.{module_info.name}")
-        for _, cls in inspect.getmembers(module, inspect.isclass):
-            if not issubclass(cls, BaseEvent) or cls is BaseEvent:
-                continue
-            fields: Mapping[str, Any] = getattr(cls, "model_fields", {})
-            field = fields.get("type")
-            default = field.default if field is not None else None
-            if isinstance(default, str) and default in types:
-                found[f"{cls.__module__}.{cls.__qualname__}"] = cls
+        importlib.import_module(f"{event_types.__name__}.{module_info.name}")
+    found: dict[str, type[BaseEvent]] = {}
+    stack: list[type[BaseEvent]] = list(BaseEvent.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        fields: Mapping[str, Any] = getattr(cls, "model_fields", {})
+        field = fields.get("type")
+        default = field.default if field is not None else None
+        if isinstance(default, str) and default in types:
+            found[f"{cls.__module__}.{cls.__qualname__}"] = cls
     return sorted(found.values(), key=lambda cls: cls.__qualname__)
 
 
@@ -149,9 +150,12 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
             beyond it.
         flush_timeout_s: default wait (seconds) of :meth:`flush`, :meth:`close` and the exit
             hook.
+        max_wait_s: longest time (seconds) an event waits for its cause (a start the listener
+            has not seen) before it is mapped anyway.
 
     Raises:
-        ValueError: ``max_field_chars``, ``max_scopes`` or ``flush_timeout_s`` out of range.
+        ValueError: ``max_field_chars``, ``max_scopes``, ``flush_timeout_s`` or
+            ``max_wait_s`` out of range.
     """
 
     def __init__(
@@ -164,6 +168,7 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
         max_field_chars: int = 4_000,
         max_scopes: int = 10_000,
         flush_timeout_s: float = 10.0,
+        max_wait_s: float = 2.0,
     ) -> None:
         if max_field_chars < 1:
             raise ValueError("max_field_chars must be >= 1")
@@ -181,8 +186,12 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
         self._max_chars = max_field_chars
         self._flush_timeout_s = flush_timeout_s
         self._scopes = ScopeTable(max_scopes)
+        self._sequencer = Sequencer(
+            self._process, max_seen=max_scopes, max_held=max_scopes, max_wait_s=max_wait_s
+        )
         self._lock = threading.Lock()
         self._internal_errors = 0
+        self._late_usage = 0
         self._registered: list[type[BaseEvent]] = []
         self._bus: CrewAIEventsBus | None = None
         self._closed = False
@@ -192,15 +201,15 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
     # ----------------------------------------------------------------- bus plumbing
 
     def setup_listeners(self, crewai_event_bus: CrewAIEventsBus) -> None:
-        """Register one ``async`` handler per mapped CrewAI event class (called by CrewAI)."""
+        """Register the handler for every mapped CrewAI event class (called by CrewAI)."""
         self._bus = crewai_event_bus
         for cls in _event_classes(frozenset(RULES)):
             crewai_event_bus.on(cls)(self._on_event)
             self._registered.append(cls)
 
-    async def _on_event(self, source: Any, event: BaseEvent) -> None:
-        # async on purpose: CrewAI runs async handlers one after another on its loop thread in
-        # emission order. Nothing here awaits, so each event is handled in one loop step.
+    def _on_event(self, source: Any, event: BaseEvent) -> None:
+        # Sync on purpose: CrewAI adds it to the handler set it already runs on its thread pool
+        # for each event (no extra hop); the Sequencer puts causes first.
         if not is_replaying():  # checkpoint replays re-dispatch events already logged
             self.handle(source, event)
 
@@ -226,10 +235,17 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
         return len(self._scopes)
 
     @property
-    def held_events(self) -> int:
-        """Events that arrived before their parent and were held back until it was logged
-        (0 with in-order delivery or when the ledger takes ``event_id=``)."""
-        return self._writer.held
+    def late_usage_events(self) -> int:
+        """Model-call ends handled after the task or crew around them had closed, so missing
+        from that step's roll-up (0 in normal runs: CrewAI's pool starts handlers in
+        emission order, and a task ends milliseconds after its last model call)."""
+        return self._late_usage
+
+    @property
+    def reordered_events(self) -> int:
+        """Events that arrived before their cause (start or enclosing start) and were held
+        back until it was handled."""
+        return self._sequencer.reordered
 
     @property
     def orphaned_events(self) -> int:
@@ -242,22 +258,34 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
         return self._scopes.evicted
 
     def handle(self, source: Any, event: BaseEvent) -> None:
-        """Map one CrewAI event and hand it to the ledger; what the bus handlers call.
+        """Take one CrewAI event; what the bus handler calls, from any thread, in any order.
 
-        Safe from any thread and in any order (links come from CrewAI's ids); never raises:
-        an exception of the listener's own is logged and counted, and the crew goes on.
+        The event is mapped and handed to the ledger once its cause (the start it closes, or
+        the start of its enclosing scope) has been. Never raises: an exception of the
+        listener's own is logged and counted, and the crew goes on.
 
         Args:
             source: the object that emitted the event (crew, task, agent, LLM, tool usage).
             event: the CrewAI event (``crewai.events.base_events.BaseEvent``).
         """
         try:
+            self._sequencer.arrive(source, event)
+        except Exception:
+            self._internal_error("crewai.handle")
+
+    def _process(self, source: Any, event: BaseEvent) -> None:
+        """Map one event, causes first (called by the Sequencer; never raises)."""
+        try:
             self._handle(source, event)
         except Exception:
-            with self._lock:
-                self._internal_errors += 1
-            with capture_internal_exceptions(f"crewai.{getattr(event, 'type', '?')}"):
-                raise
+            self._internal_error(f"crewai.{getattr(event, 'type', '?')}")
+
+    def _internal_error(self, where: str) -> None:
+        """Count and log the exception being handled (call from an ``except`` block)."""
+        with self._lock:
+            self._internal_errors += 1
+        with capture_internal_exceptions(where):
+            raise
 
     def flush(self, timeout_s: float | None = None) -> object:
         """Wait for CrewAI's pending event handlers, then for the ledger to send everything.
@@ -273,6 +301,7 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
         budget = self._flush_timeout_s if timeout_s is None else timeout_s
         deadline = time.monotonic() + budget
         crewai_event_bus.flush(timeout=budget)
+        self._sequencer.release()
         self._writer.release_orphans()
         return self._ledger.flush(timeout_s=max(0.0, deadline - time.monotonic()))
 
@@ -383,10 +412,11 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
         if main.event == v.LLM_END:
             usage = data.get("token_usage")
             for ancestor in scope.ancestors():
-                if ancestor.rollup is not None:
-                    ancestor.rollup.add(usage)
+                if ancestor.rollup is not None and not ancestor.rollup.add(usage):
+                    with self._lock:
+                        self._late_usage += 1
         if scope.rollup is not None:
-            data["rollup"] = scope.rollup.to_data()
+            data["rollup"] = scope.rollup.close()
 
     def _handle_point(self, rule: Rule, source: Any, event: BaseEvent) -> None:
         enclosing = self._scopes.get(event.parent_event_id)

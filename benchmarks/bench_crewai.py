@@ -1,0 +1,243 @@
+"""CrewAI listener overhead: crew kickoff wall time without and with ``instrument_crew``.
+
+Workload: one sequential crew of ``--tasks`` tasks (50 by default); each task makes one tool
+call and gives a final answer, so 2 model calls per task from an offline scripted
+``crewai.BaseLLM`` (ReAct text, ``shared/docs/frameworks.md`` §2). With the listener, every
+CrewAI event goes to a :class:`agentledger.client.Ledger` pointed at an ``agentledger serve``
+started here on loopback (temp SQLite) unless ``--url`` is given.
+
+* ``none``: no listener.
+* ``ours``: ``instrument_crew(crew, ledger)``. CrewAI's ``kickoff()`` ends with
+  ``crewai_event_bus.flush()``, so the kickoff time includes every handler call. The final
+  ledger flush (network) is reported apart as "drain".
+
+Modes alternate, ``--repeat`` times each after one warm-up run of each; medians are shown.
+Target (issue 6): ours adds < 10 % to the kickoff time. The scripted model answers at once, so
+this is the worst case: with a real model each call takes 100s of ms and the ratio shrinks.
+
+    python benchmarks/bench_crewai.py            # ~1 min
+    python benchmarks/bench_crewai.py --quick    # smoke run, a few seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import logging
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# CrewAI telemetry off before CrewAI is imported (offline it would wait on its vendor's host).
+for _name, _value in (
+    ("CREWAI_DISABLE_TELEMETRY", "true"),
+    ("OTEL_SDK_DISABLED", "true"),
+    ("CREWAI_TRACING_ENABLED", "false"),
+    ("CREWAI_DISABLE_TRACKING", "true"),
+):
+    os.environ.setdefault(_name, _value)
+
+import httpx  # noqa: E402
+from crewai import Agent, BaseLLM, Crew, Process, Task  # noqa: E402
+from crewai.events.types.llm_events import LLMCallType  # noqa: E402
+from crewai.llms.base_llm import llm_call_context  # noqa: E402
+from crewai.tools import tool  # noqa: E402
+
+from agentledger.client import Ledger  # noqa: E402
+from agentledger.integrations.crewai import instrument_crew  # noqa: E402
+
+USAGE = {"prompt_tokens": 150, "completion_tokens": 20, "cached_prompt_tokens": 100}
+
+
+class ScriptedLLM(BaseLLM):
+    """Offline model replying from ``script`` in order."""
+
+    script: list[str] = []
+
+    def call(
+        self,
+        messages: Any,
+        tools: Any = None,
+        callbacks: Any = None,
+        available_functions: Any = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: Any = None,
+    ) -> str:
+        with llm_call_context():
+            self._emit_call_started_event(
+                messages=messages, tools=tools, from_task=from_task, from_agent=from_agent
+            )
+            reply = self.script.pop(0)
+            self._track_token_usage_internal(dict(USAGE))
+            self._emit_call_completed_event(
+                response=reply,
+                call_type=LLMCallType.LLM_CALL,
+                from_task=from_task,
+                from_agent=from_agent,
+                messages=messages,
+                usage=dict(USAGE),
+            )
+            return reply
+
+
+@tool("get_weather")
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return f"sunny in {city}"
+
+
+def build_crew(tasks: int) -> Crew:
+    script: list[str] = []
+    for i in range(tasks):
+        script.append(
+            f'Thought: I need the weather.\nAction: get_weather\nAction Input: {{"city": "C{i}"}}'
+        )
+        script.append(f"Thought: Done.\nFinal Answer: C{i} is sunny.")
+    agent = Agent(
+        role="Weather reporter",
+        goal="Report the weather",
+        backstory="A meteorologist.",
+        llm=ScriptedLLM(model="scripted-1", script=script),
+        tools=[get_weather],
+    )
+    return Crew(
+        agents=[agent],
+        tasks=[
+            Task(description=f"Weather in C{i}?", expected_output="A line.", agent=agent)
+            for i in range(tasks)
+        ],
+        process=Process.sequential,
+    )
+
+
+@contextlib.contextmanager
+def local_server(db: Path) -> Iterator[tuple[str, str]]:
+    """``agentledger serve`` on a free loopback port; yields ``(url, api_key)``."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    key = "bench-" + secrets.token_urlsafe(18)
+    exe = Path(sys.executable).with_name("agentledger")
+    args = [str(exe), "serve", "--db", str(db), "--port", str(port), "--dev-key", key]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30.0
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
+                    break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("agentledger serve did not start")
+            time.sleep(0.05)
+        yield url, key
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@dataclass
+class Run:
+    kickoff_s: float  # wall time of kickoff()
+    cpu_s: float  # CPU time of this process (all threads) during kickoff()
+    drain_s: float = 0.0
+    events: int = 0
+
+
+def run_once(mode: str, tasks: int, ledger: Ledger | None) -> Run:
+    crew = build_crew(tasks)
+    gc.collect()
+    listener = instrument_crew(crew, ledger) if mode == "ours" and ledger is not None else None
+    before = ledger.stats().enqueued if ledger is not None else 0
+    cpu, start = time.process_time(), time.perf_counter()
+    crew.kickoff()
+    kickoff_s, cpu_s = time.perf_counter() - start, time.process_time() - cpu
+    if listener is None:
+        return Run(kickoff_s, cpu_s)
+    assert ledger is not None
+    listener.close()
+    drain_s = time.perf_counter() - start - kickoff_s
+    assert listener.internal_errors == 0
+    return Run(kickoff_s, cpu_s, drain_s, ledger.stats().enqueued - before)
+
+
+def bench(url: str, key: str, tasks: int, repeat: int) -> dict[str, list[Run]]:
+    runs: dict[str, list[Run]] = {"none": [], "ours": []}
+    with Ledger(url=url, api_key=key, agent="bench-crewai", spill_dir=None) as ledger:
+        for mode in runs:  # warm-up: lazy imports, executor threads, HTTP connection
+            run_once(mode, tasks, ledger)
+        for i in range(repeat):
+            order = ("none", "ours") if i % 2 == 0 else ("ours", "none")
+            for mode in order:
+                runs[mode].append(run_once(mode, tasks, ledger))
+    return runs
+
+
+def print_table(runs: dict[str, list[Run]], tasks: int) -> None:
+    def stat(mode: str, pick: str) -> float:
+        if pick == "wall median":
+            return statistics.median(r.kickoff_s for r in runs[mode])
+        if pick == "wall min":
+            return min(r.kickoff_s for r in runs[mode])
+        return statistics.median(r.cpu_s for r in runs[mode])
+
+    events = runs["ours"][0].events
+    drain = statistics.median(r.drain_s for r in runs["ours"])
+    print(f"\nCrewAI kickoff, {tasks} tasks, {len(runs['none'])} runs each; {events} events")
+    print(f"{'kickoff time (ms)':<22}{'none':>10}{'ours':>10}{'ours/none':>11}{'per event':>11}")
+    ratios = {}
+    for pick in ("wall median", "wall min", "CPU median"):
+        none, ours = stat("none", pick), stat("ours", pick)
+        ratios[pick] = ours / none
+        per_event = f"{(ours - none) / events * 1e6:.0f} us" if events else "-"
+        print(
+            f"{pick:<22}{none * 1e3:>10.1f}{ours * 1e3:>10.1f}{ours / none:>10.2f}x{per_event:>11}"
+        )
+    print(f"{'ledger drain after':<22}{'':>10}{drain * 1e3:>10.1f}")
+    verdict = "PASS" if ratios["wall median"] < 1.10 else "FAIL"
+    print(
+        f"\noverhead (wall median) {100 * (ratios['wall median'] - 1):+.1f} % "
+        f"(target < 10 %: {verdict}); CPU {100 * (ratios['CPU median'] - 1):+.1f} %. "
+        "CPU time counts this process only (the server runs in another one); on a shared, "
+        "busy machine wall times swing by tens of percent between identical runs."
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tasks", type=int, default=50)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--url", help="use a running server (with --api-key)")
+    parser.add_argument("--api-key", default=os.environ.get("AGENTLEDGER_API_KEY"))
+    parser.add_argument("--quick", action="store_true", help="10 tasks, 2 runs")
+    args = parser.parse_args()
+    if args.quick:
+        args.tasks, args.repeat = 10, 2
+    logging.getLogger("crewai").setLevel(logging.ERROR)  # token-estimate warnings per call
+    if args.url:
+        runs = bench(args.url, args.api_key, args.tasks, args.repeat)
+    else:
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            local_server(Path(tmp) / "bench.db") as (
+                url,
+                key,
+            ),
+        ):
+            runs = bench(url, key, args.tasks, args.repeat)
+    print_table(runs, args.tasks)
+
+
+if __name__ == "__main__":
+    main()
