@@ -149,13 +149,13 @@ async def test_barge_in_interrupts_the_reply(ledger: Ledger, stored: StoredReade
 
 
 async def test_false_interruption_is_resumed(ledger: Ledger, stored: StoredReader) -> None:
-    story = " ".join(f"word{i}" for i in range(30))  # 1.8 s of speech
+    story = " ".join(f"word{i}" for i in range(40))  # 2.4 s of speech
     await _call(
         ledger,
         [Reply("req-1", text=story)],
         [(25, "tell me a story")],
-        # the caller's question, then a cough (no words) 0.6 s into the reply
-        noises=[(5, 30), (90, 130)],
+        # the caller's question, then a cough (no words) ~0.8 s into the reply
+        noises=[(5, 30), (120, 160)],
         until_replies=1,
     )
     s = stored()
