@@ -4,7 +4,7 @@ Run a server first (``agentledger serve --dev-key dev``), then::
 
     AGENTLEDGER_API_KEY=dev python examples/langchain_agent.py
 
-``AGENTLEDGER_URL`` (default ``http://127.0.0.1:8000``) and ``AGENTLEDGER_AGENT`` are read
+``AGENTLEDGER_URL`` (default ``http://127.0.0.1:8765``) and ``AGENTLEDGER_AGENT`` are read
 too. The chat model is an offline fake that asks for two tools at once (they run in parallel
 threads), so the example needs no API key.
 """

@@ -35,6 +35,7 @@ from rich.console import Console
 
 from agentledger.client import Ledger
 from agentledger.client import vocabulary as v
+from agentledger.client._config import DEFAULT_URL
 from agentledger.integrations._support_agent import (
     CUSTOMER_MESSAGE,
     build_support_agent,
@@ -266,7 +267,7 @@ def _run(
         print_chain_report(console, report, agent)
         _print_next_steps(
             console,
-            url=url if live else "http://127.0.0.1:8000",
+            url=url if live else DEFAULT_URL,
             agent=agent,
             session_id=session_id,
             db=None if live else db,
@@ -302,14 +303,14 @@ def _print_next_steps(
     if db is not None:
         say(f"• the ledger is kept in [bold]{db}[/]; serve it again with")
         say(f"    agentledger serve --db {db} --dev-key dev")
-        say("  (or run [bold]agentledger demo --keep-serving[/]), then open:")
+        say("  (or run [bold]agentledger demo --keep-serving[/]), then:")
+        say(f"    export AGENTLEDGER_API_KEY=dev AGENTLEDGER_AGENT={agent}")
+    say(f"• the session:  agentledger replay {session_id}")
+    say(f"• why this answer:  agentledger why {answer}")
     if dashboard:
         say(f"• dashboard, this session:  {url}/ui/sessions/{session_id}?agent={agent}")
         say(f"• dashboard, why + impact of the answer:  {url}/ui/events/{answer}")
-    say(f"• API docs: {url}/swagger")
-    say(f"• the session:  GET {url}/v1/sessions/{session_id}/events?agent={agent}")
-    say(f"• why this answer:  GET {url}/v1/events/{answer}/why")
-    say(f"• its effects:  GET {url}/v1/events/{answer}/impact")
+    say(f"• over HTTP:  GET {url}/v1/events/{answer}/why  and  .../impact  (docs: {url}/swagger)")
     say(
         "• add it to your own agent:\n"
         "    from agentledger.integrations.langchain import LedgerCallbackHandler\n"
