@@ -66,7 +66,12 @@ def serve(
     except (StartupRefused, ValueError) as error:
         typer.echo(f"agentledger serve: {error}", err=True)
         raise typer.Exit(2) from None
-    typer.echo(f"agentledger serving {settings.db} on http://{host}:{port}", err=True)
+    shown = settings.db
+    if "://" in shown:  # a database URL: never print its password
+        from sqlalchemy.engine.url import make_url
+
+        shown = make_url(shown).render_as_string(hide_password=True)
+    typer.echo(f"agentledger serving {shown} on http://{host}:{port}", err=True)
     uvicorn.run(
         application,
         host=host,

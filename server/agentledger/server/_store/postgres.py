@@ -73,7 +73,6 @@ _MIGRATION_LOCK = 0x616C_6D69_6772  # "almigr"
 #: Below this many rows an append inserts with ``executemany`` instead of ``COPY``.
 _COPY_MIN_ROWS = 8
 _RETRY_STATES = frozenset({"23505", "40P01", "40001"})
-_TABLES = ("events", "agents", "api_keys", "ledger_meta")
 
 
 class StoreStartupError(ValueError):
@@ -146,7 +145,8 @@ class PostgresStore(SQLStore):
         statement_timeout_s: float | None = None,
     ) -> None:
         url = postgres_url(db)
-        self.display_url = url.render_as_string(hide_password=True)
+        #: the URL as given, password hidden (for messages)
+        self.display_url = make_url(db).render_as_string(hide_password=True)
         size = int(pool_size or _env_number("AGENTLEDGER_PG_POOL_SIZE", 10))
         timeout_s = statement_timeout_s or _env_number("AGENTLEDGER_PG_STATEMENT_TIMEOUT_S", 30)
         if size < 1 or timeout_s <= 0:
@@ -192,19 +192,31 @@ class PostgresStore(SQLStore):
         except DBAPIError as error:
             if _sqlstate(error) == "42501":  # insufficient_privilege
                 raise StoreStartupError(
-                    f"PostgreSQL role may not create the ledger schema in {self.display_url}: "
-                    f"{_first_line(error)}. Run the server once as the database owner (it "
-                    "migrates the schema), or GRANT CREATE ON SCHEMA public to this role"
+                    f"the PostgreSQL role may not create or read the ledger schema in "
+                    f"{self.display_url}: {_first_line(error)}. Start the server once as the "
+                    "database owner (it migrates the schema), then GRANT SELECT, INSERT, "
+                    "UPDATE, DELETE ON ALL TABLES IN SCHEMA public and USAGE ON ALL SEQUENCES "
+                    "IN SCHEMA public to this role (or GRANT CREATE ON SCHEMA public)"
                 ) from None
             raise
 
     def _check_rights(self) -> None:
+        # has_table_privilege is true only when the role holds *all* the listed rights
         query = text(
-            "SELECT t FROM unnest(CAST(:tables AS text[])) AS t "
-            "WHERE NOT has_table_privilege(current_user, t, 'SELECT, INSERT, UPDATE, DELETE')"
+            "SELECT c.relname FROM pg_class AS c "
+            "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') "
+            "AND c.relname <> 'alembic_version' "
+            "AND NOT (has_table_privilege(current_user, c.oid, 'SELECT') "
+            "AND has_table_privilege(current_user, c.oid, 'INSERT') "
+            "AND has_table_privilege(current_user, c.oid, 'UPDATE') "
+            "AND has_table_privilege(current_user, c.oid, 'DELETE')) ORDER BY c.relname"
         )
+        sequence = text("SELECT has_sequence_privilege(current_user, 'events_id_seq', 'USAGE')")
         with self.engine.connect() as conn:
-            missing = [row[0] for row in conn.execute(query, {"tables": list(_TABLES)})]
+            missing = [row[0] for row in conn.execute(query)]
+            if not conn.execute(sequence).scalar_one():
+                missing.append("events_id_seq (USAGE)")
             role = conn.execute(text("SELECT current_user")).scalar_one()
         if missing:
             raise StoreStartupError(
