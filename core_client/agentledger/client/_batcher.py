@@ -388,6 +388,8 @@ class BatchSender:
                 break
             with capture_internal_exceptions("client.sender"):
                 self._cycle(deadline=None)
+                if self._spill is not None:
+                    self._spill.sync()  # overflow lines buffered by the agent's thread
 
     def _drain_inline(self, deadline: float) -> None:
         """Send from the calling thread (no worker could be started, e.g. at exit)."""

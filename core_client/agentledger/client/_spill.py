@@ -38,6 +38,9 @@ __all__ = ["DEFAULT_MAX_SPILL_BYTES", "Segment", "SpillStore", "destination_dir"
 #: Default size cap of one destination's spill (bytes).
 DEFAULT_MAX_SPILL_BYTES: Final = 512 * 1024 * 1024
 
+#: Lines buffered from the agent's thread before one write (bytes).
+OVERFLOW_BUFFER_BYTES: Final = 64 * 1024
+
 #: Default size at which the active segment is rotated (bytes).
 DEFAULT_SEGMENT_BYTES: Final = 4 * 1024 * 1024
 
@@ -112,6 +115,10 @@ class SpillStore:
         self._bytes = 0
         self._measured = False
         self._inherited: list[object] = []  # objects of the parent after fork (never released)
+        # Lines appended with sync=False (the agent's thread on queue overflow) wait here and
+        # are written in one os.write per OVERFLOW_BUFFER_BYTES, or by the next sync().
+        self._buffer: list[bytes] = []
+        self._buffer_bytes = 0
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -138,7 +145,12 @@ class SpillStore:
         return self._active
 
     def append(self, lines: list[bytes], *, sync: bool = True) -> bool:
-        """Append lines (each one JSON document, no newline); ``fsync`` when ``sync``.
+        """Append lines (each one JSON document, no newline).
+
+        With ``sync`` the lines (and any buffered ones) are written and fsynced now (one
+        fsync per batch). Without it they are buffered in memory (at most
+        :data:`OVERFLOW_BUFFER_BYTES`) so the agent's thread makes no system call per event;
+        :meth:`sync` writes them.
 
         Returns:
             ``False`` when the size cap refuses them (nothing written), else ``True``.
@@ -151,29 +163,46 @@ class SpillStore:
         payload = b"\n".join(lines) + b"\n"
         with self._lock:
             self._measure()
-            if self._bytes + len(payload) > self.max_bytes:
+            if self._bytes + self._buffer_bytes + len(payload) > self.max_bytes:
                 return False
-            active = self._active or self._open_active()
-            os.write(active.fd, payload)
-            active.size += len(payload)
-            self._bytes += len(payload)
-            active.unsynced = True
-            if sync:
-                os.fsync(active.fd)
-                active.unsynced = False
-            if active.size >= self.segment_bytes:
-                self._rotate_locked()
+            if not sync:
+                self._buffer.append(payload)
+                self._buffer_bytes += len(payload)
+                if self._buffer_bytes >= OVERFLOW_BUFFER_BYTES:
+                    self._write_locked(b"", fsync=False)
+                return True
+            self._write_locked(payload, fsync=True)
         return True
 
+    def _write_locked(self, payload: bytes, *, fsync: bool) -> None:
+        if self._buffer:
+            payload = b"".join(self._buffer) + payload
+            self._buffer.clear()
+            self._buffer_bytes = 0
+        if not payload:
+            if fsync and self._active is not None and self._active.unsynced:
+                os.fsync(self._active.fd)
+                self._active.unsynced = False
+            return
+        active = self._active or self._open_active()
+        os.write(active.fd, payload)
+        active.size += len(payload)
+        self._bytes += len(payload)
+        active.unsynced = True
+        if fsync:
+            os.fsync(active.fd)
+            active.unsynced = False
+        if active.size >= self.segment_bytes:
+            self._rotate_locked()
+
     def sync(self) -> None:
-        """fsync lines appended with ``sync=False``."""
+        """Write buffered lines and fsync the active segment."""
         with self._lock:
-            active = self._active
-            if active is not None and active.unsynced:
-                os.fsync(active.fd)
-                active.unsynced = False
+            self._write_locked(b"", fsync=True)
 
     def _rotate_locked(self) -> None:
+        if self._buffer:
+            self._write_locked(b"", fsync=False)  # may rotate itself
         active = self._active
         if active is None:
             return
@@ -219,13 +248,19 @@ class SpillStore:
         """Whether spilled lines wait to be resent (own rotated or claimed segments, or the
         active segment when it holds lines)."""
         with self._lock:
-            return bool(self._ready) or (self._active is not None and self._active.size > 0)
+            return (
+                bool(self._ready)
+                or bool(self._buffer)
+                or (self._active is not None and self._active.size > 0)
+            )
 
     def next_batch(self, max_lines: int) -> tuple[Segment, list[bytes]] | None:
         """The oldest up to ``max_lines`` undelivered lines, rotating the active segment when
         nothing else is left. Call :meth:`delivered` after the server took them."""
         with self._lock:
-            if not self._ready and self._active is not None and self._active.size > 0:
+            if not self._ready and (
+                self._buffer or (self._active is not None and self._active.size > 0)
+            ):
                 self._rotate_locked()
             while self._ready:
                 segment = self._ready[0]
@@ -260,15 +295,17 @@ class SpillStore:
 
     @property
     def size_bytes(self) -> int:
-        """Bytes in the destination directory as this client last knew them."""
+        """Bytes in the destination directory (plus buffered lines) as this client knows."""
         with self._lock:
             self._measure()
-            return self._bytes
+            return self._bytes + self._buffer_bytes
 
     def close(self) -> None:
         """Sync and close the active segment and release every lock (segments stay on disk
         for the next process)."""
         with self._lock:
+            if self._buffer:
+                self._write_locked(b"", fsync=True)
             active, self._active = self._active, None
             if active is not None:
                 if active.unsynced:
@@ -284,6 +321,8 @@ class SpillStore:
         """Forget the parent's files without unlocking them (the locks are shared with the
         parent across ``fork()``; releasing them here would release the parent's)."""
         self._lock = threading.Lock()
+        self._buffer = []  # the parent's lines: the parent writes them
+        self._buffer_bytes = 0
         if self._active is not None:
             self._inherited.append(self._active)
             with contextlib.suppress(OSError):
