@@ -173,7 +173,8 @@ class LedgerSessionObserver:
     Args:
         ledger: an :class:`agentledger.client.Ledger` (anything with its non-blocking ``log``).
         session_id: ledger session id (str, <= 255 chars). Default: the LiveKit job id when
-            attached inside a job (``get_job_context()``), else a new UUID4 hex.
+            attached inside a job (``get_job_context()``), else a new UUID4 hex per
+            :meth:`attach` (one observer can be attached again after ``detach()``).
         level: ``"transcript"``, ``"standard"`` (default) or ``"verbose"``.
 
     Raises:
@@ -196,6 +197,10 @@ class LedgerSessionObserver:
         self._rank = LEVELS.index(level)
         self._session: Any = None
         self._handlers: list[tuple[str, Callable[..., None]]] = []
+        self._reset()
+
+    def _reset(self) -> None:
+        """Per-session state, fresh for every :meth:`attach`."""
         self._speeches: Capped[str, Speech] = Capped(MAX_SPEECHES)
         self._calls: Capped[str, Call] = Capped(MAX_CALLS)
         self._ended_calls: Capped[str, str] = Capped(MAX_CALLS)
@@ -250,10 +255,9 @@ class LedgerSessionObserver:
         if self._session is not None:
             raise RuntimeError("LedgerSessionObserver is already attached; detach() it first")
         self._session = session
-        self._ended = False
+        self._reset()
         with capture_internal_exceptions("livekit.attach"):
-            if self._session_id is None:
-                self._session_id = _job_id() or uuid.uuid4().hex
+            self._session_id = self._requested_session_id or _job_id() or uuid.uuid4().hex
             self._session_start = self._log(v.SESSION_START, self._start_data(session), None)
             agent = _current_agent(session)
             if agent is not None and self._rank >= 1:
@@ -400,6 +404,9 @@ class LedgerSessionObserver:
         if model is None:
             model, provider = _model_of(self._session)
         data: dict[str, Any] = {"model": model, "provider": provider}
+        parent = (speech.last_outcome if speech else None) or self._anchor(speech)
+        if speech is not None and metrics is None:
+            at = max(at, speech.boundary)  # never before the message it answers
         history = getattr(self._session, "history", None)
         items = getattr(history, "items", None)
         if items is not None:
@@ -409,9 +416,6 @@ class LedgerSessionObserver:
             data["tools"] = tools
         if speech is not None:
             data["speech_id"] = speech.speech_id
-        parent = (speech.last_outcome if speech else None) or self._anchor(speech)
-        if speech is not None and metrics is None:
-            at = max(at, speech.boundary)  # never before the message it answers
         start = self._log(v.LLM_START, data, parent, at)
         if speech is not None:
             speech.open_start = start

@@ -234,3 +234,24 @@ async def test_attach_to_a_running_session(ledger: Ledger, stored: StoredReader)
     assert [m.get("text") for m in start["data"]["messages"]] == ["Hello", "Hi.", "Goodbye"]
     assert start["data"]["tools"] == ["book_flight", "get_time", "get_weather"]
     assert s.parent(s.one("assistant_response"))["data"]["request_id"] == "req-2"
+
+
+async def test_one_observer_for_two_sessions_in_turn(ledger: Ledger, stored: StoredReader) -> None:
+    observer = LedgerSessionObserver(ledger)
+    ids = []
+    for text in ("first", "second"):
+        async with AgentSession[Any](llm=FakeLLM([Reply("req", text=text)])) as session:
+            observer.attach(session)
+            await session.start(WeatherAgent())
+            await session.run(user_input="Hello")
+        ids.append(observer.session_id)  # close detached it
+    assert ids[0] != ids[1]
+    s = stored()
+    for session_id, text in zip(ids, ("first", "second"), strict=True):
+        mine = [e for e in s.events if e["session_id"] == session_id]
+        assert [e["event"] for e in mine].count("session_start") == 1
+        assert [e["event"] for e in mine].count("session_end") == 1
+        (reply,) = [e for e in mine if e["event"] == "assistant_response"]
+        assert reply["data"]["text"] == text
+        assert s.ancestors(reply)[0] == "session_start"
+        assert s.by_id[reply["parent_id"]]["session_id"] == session_id
