@@ -36,7 +36,6 @@ class Speech:
         last_outcome: the latest ``tool_result`` / ``tool_error`` id (causes the next request).
         boundary: epoch seconds after which the speech's next request started (estimate used
             for an ``llm_start`` opened by a tool call before LiveKit reported the request).
-        responded: an ``assistant_response`` was logged for this speech.
         interrupted_logged: an ``interrupted`` event was logged for this speech.
     """
 
@@ -50,7 +49,6 @@ class Speech:
     last_step: str | None = None
     last_outcome: str | None = None
     boundary: float = 0.0
-    responded: bool = False
     interrupted_logged: bool = False
 
 

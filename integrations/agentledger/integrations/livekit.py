@@ -510,7 +510,6 @@ class LedgerSessionObserver:
             data["metrics"] = dict(metrics)
         response = self._log(v.ASSISTANT_RESPONSE, data, parent, at)
         if speech is not None:
-            speech.responded = True
             speech.last_step = response
         if interrupted and self._rank >= 1:
             self._log_interrupted(speech, response, at)

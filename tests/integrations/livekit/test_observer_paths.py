@@ -61,6 +61,7 @@ async def test_handoff_descends_from_the_tool_that_handed_off(
     assert handoff_result["data"]["result"] == "Transferring you to billing."
     assert s.parent(billing) is handoff_result
     assert billing["data"]["inputs"]["handoff_from"] == "front_desk"
+    assert billing["data"]["inputs"]["instructions"] == "You handle billing."
     front_end = s.one("step_end", name="front_desk")
     assert s.parent(front_end) is front
     assert front_end["data"]["outputs"] == {"handoff_to": "billing_agent"}
