@@ -52,6 +52,10 @@ def format_duration_ms(ms: float | None) -> str:
     """``840 ms``, ``2.4 s``, ``3 min 5 s``; empty for ``None``."""
     if ms is None:
         return ""
+    if ms == 0:
+        return "0 ms"
+    if ms < 1:
+        return f"{ms:.2f} ms"
     if ms < 1000:
         return f"{ms:.0f} ms"
     seconds = ms / 1000
@@ -172,7 +176,6 @@ class EventView:
 
     event: dict[str, Any]
     index: int
-    summary: str
     tool: str
     input_tokens: int | None
     output_tokens: int | None
@@ -187,6 +190,12 @@ class EventView:
         """The event's id."""
         return str(self.event.get("event_id", ""))
 
+    @property
+    def summary(self) -> str:
+        """:func:`summarize` of the event, computed when a page draws the row (a large
+        session only draws one page of rows)."""
+        return summarize(self.event)
+
 
 def view_events(events: Sequence[Mapping[str, Any]]) -> list[EventView]:
     """Timeline rows for events oldest first (a session replay).
@@ -199,7 +208,7 @@ def view_events(events: Sequence[Mapping[str, Any]]) -> list[EventView]:
     start = next((t for t in times.values() if t is not None), None)
     rows: list[EventView] = []
     for index, raw in enumerate(events):
-        event = dict(raw)
+        event = raw if isinstance(raw, dict) else dict(raw)
         data = event.get("data") if isinstance(event.get("data"), Mapping) else {}
         assert isinstance(data, Mapping)
         kind = str(event.get("event") or "")
@@ -217,7 +226,6 @@ def view_events(events: Sequence[Mapping[str, Any]]) -> list[EventView]:
             EventView(
                 event=event,
                 index=index,
-                summary=summarize(event),
                 tool=_tool_name(data),
                 input_tokens=int(input_tokens) if input_tokens is not None else None,
                 output_tokens=int(output_tokens) if output_tokens is not None else None,
