@@ -341,12 +341,12 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
 
     # ----------------------------------------------------------------- mapping
 
-    def _included_root(self, source: Any, event: BaseEvent) -> bool:
-        """Whether a scope with no known parent belongs to the watched crew (or any)."""
-        if self._crew is None:
-            return True
-        return event.type == "crew_kickoff_started" and (
-            source is self._crew or getattr(source, "id", None) == getattr(self._crew, "id", 0)
+    def _is_watched_kickoff(self, source: Any, event: BaseEvent) -> bool:
+        """Whether ``event`` starts a kickoff of the crew given to :func:`instrument_crew`."""
+        return (
+            self._crew is not None
+            and event.type == "crew_kickoff_started"
+            and (source is self._crew or getattr(source, "id", None) == self._crew.id)
         )
 
     def _handle(self, source: Any, event: BaseEvent) -> None:
@@ -361,8 +361,14 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
             self._handle_point(rule, source, event)
 
     def _handle_start(self, rule: Rule, source: Any, event: BaseEvent) -> None:
-        parent = self._scopes.get(event.parent_event_id)
-        included = parent.included if parent is not None else self._included_root(source, event)
+        parent_key = event.parent_event_id
+        if self._is_watched_kickoff(source, event):
+            # the watched crew is a root of its own, even when it runs inside a flow the
+            # listener does not log
+            parent_key, parent, included = None, None, True
+        else:
+            parent = self._scopes.get(parent_key)
+            included = parent.included if parent is not None else self._crew is None
         outs = rule.build(source, event, self._max_chars) if included else []
         main = outs[-1].data if outs else {}
         name = main.get("name") or main.get("tool") or main.get("model") or rule.kind
@@ -378,7 +384,7 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
         )
         self._scopes.open(scope)
         if included:
-            self._emit(outs, event, event.parent_event_id, None, key=event.event_id)
+            self._emit(outs, event, parent_key, None, key=event.event_id)
 
     def _handle_end(self, rule: Rule, source: Any, event: BaseEvent) -> None:
         call_id = getattr(event, "call_id", None) if rule.kind == "llm" else None

@@ -88,14 +88,17 @@ def flaky_lookup(query: str) -> str:
     raise ConnectionError(f"lookup service unreachable for {query!r}")
 
 
-def weather_crew(*, usage: dict[str, int] | None = USAGE) -> Crew:
-    """Sequential crew: task 1 calls ``get_weather`` then answers; task 2 answers at once."""
+def weather_crew(*, usage: dict[str, int] | None = USAGE, city: str = "Paris") -> Crew:
+    """Sequential crew: task 1 calls ``get_weather`` then answers; task 2 answers at once.
+
+    The scripted model asks for the weather of ``city`` (kick off with ``{"city": city}``).
+    """
     llm = ScriptedLLM(
         model="scripted-1",
         script=[
-            action("get_weather", '{"city": "Paris"}'),
-            final("It is sunny and 21C in Paris."),
-            final("Paris: sunny, 21C. Pack sunglasses."),
+            action("get_weather", f'{{"city": "{city}"}}'),
+            final(f"It is sunny and 21C in {city}."),
+            final(f"{city}: sunny, 21C. Pack sunglasses."),
         ],
         usage=usage,
     )
@@ -191,3 +194,19 @@ def many_task_crew(tasks: int) -> Crew:
         ],
         process=Process.sequential,
     )
+
+
+def trip_flow(crew: Crew) -> Any:
+    """A two-method CrewAI ``Flow`` whose second method kicks ``crew`` off."""
+    from crewai.flow.flow import Flow, listen, start
+
+    class TripFlow(Flow):  # type: ignore[type-arg]
+        @start()
+        def pick_city(self) -> str:
+            return "Paris"
+
+        @listen(pick_city)
+        def forecast(self, city: str) -> str:
+            return str(crew.kickoff(inputs={"city": city}).raw)
+
+    return TripFlow()
