@@ -340,3 +340,28 @@ def test_agent_page_draws_baseline_against_recent_when_the_route_exists(
     # An explicit window is passed through.
     again = get(ledger_server, f"/ui/agents/{agent_name}", params={"recent": 25}).text
     assert 'name="recent" min="1" max="100000" value="25"' in again
+
+
+def test_without_jinja2_the_server_runs_and_ui_says_what_to_install(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    script = f"""
+import sys
+sys.modules["jinja2"] = None  # as if Jinja2 were not installed
+from fastapi.testclient import TestClient
+from agentledger.server._app import create_app
+from agentledger.server._settings import Settings
+app = create_app(Settings(db={str(tmp_path / "l.db")!r}, dev_key="k"))
+with TestClient(app) as client:
+    ui = client.get("/ui/")
+    health = client.get("/health")
+print(ui.status_code, health.status_code, ui.text)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    status, health, message = done.stdout.strip().split(" ", 2)
+    assert (status, health) == ("503", "200")
+    assert "pip install 'agentledger[server]'" in message
+    assert "dashboard disabled" in done.stderr
