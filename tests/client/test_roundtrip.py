@@ -286,3 +286,31 @@ async def test_key_management_and_scopes(
     finally:
         await twin.close(admin, 5)
     assert len(stored_events(ledger_server.url, ledger_server.api_key, agent_name)) == 1
+
+
+async def test_non_object_data_is_wrapped_and_models_are_objects(
+    twin: Twin, ledger_server: Any, agent_name: str, spill_dir: Path
+) -> None:
+    @dataclasses.dataclass
+    class Step:
+        name: str
+        kind: str
+
+    client = twin.make(ledger_server.url, ledger_server.api_key, agent_name, spill_dir=spill_dir)
+    try:
+        refs = [
+            client.log("step_start", Step("plan", "chain")),
+            client.log("user_message", ["a", "b"]),
+            client.log("user_message", None),
+            client.log("llm_end", "ok", token_usage={"input_tokens": None}),
+        ]
+        assert (await twin.flush(client, 10)).complete
+        stored = [(await maybe(client.get_event(r.event_id))).data for r in refs]
+    finally:
+        await twin.close(client, 5)
+    assert stored == [
+        {"name": "plan", "kind": "chain"},
+        {"value": ["a", "b"]},
+        {},
+        {"value": "ok", "token_usage": {"input_tokens": None}},
+    ]

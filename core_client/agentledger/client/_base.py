@@ -292,25 +292,26 @@ class BaseLedger:
         try:
             if timestamp is not None:
                 time_ns = _time_ns(timestamp)
-            if type(data) is not dict:
-                data = (
-                    {}
-                    if data is None
-                    else ({**data} if isinstance(data, Mapping) else {"value": data})
-                )
             if token_usage is not None:
-                data = {**data, "token_usage": token_usage}
+                data = (
+                    {**data, "token_usage": token_usage}
+                    if isinstance(data, Mapping)
+                    else {"value": data, "token_usage": token_usage}
+                )
             problem = self._check(event, name, session_id)
             if problem is not None:
                 self._sender.reject(problem, event_id)
                 return EventRef(event_id, name or "", session_id, time_ns)
             max_chars = self.max_string_chars
+            raw = b"{}" if data is None else snapshot(data, max_string_chars=max_chars)
+            if raw[:1] != b"{":  # data must be a JSON object: wrap anything else
+                raw = b'{"value":' + raw + b"}"
             self._sender.put(
                 Item(
                     event_id,
                     name,  # type: ignore[arg-type]  # checked above
                     event,
-                    snapshot(data, max_string_chars=max_chars),
+                    raw,
                     time_ns,
                     session_id,
                     None if parent_id is None else _parent(parent_id),

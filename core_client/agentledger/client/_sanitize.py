@@ -6,7 +6,8 @@ case H06:
 
 * datetime/date/time -> ISO-8601 string; UUID -> string; Enum -> its value (orjson natively);
 * bytes/bytearray/memoryview -> ``{"$bytes": size, "sha256": hex}``;
-* pydantic models -> ``model_dump()``; dataclasses -> dict; set/frozenset -> list;
+* pydantic models -> ``model_dump()``; dataclasses and other mappings -> dict;
+  set/frozenset -> list;
 * Decimal -> string; ``pathlib`` paths -> string; numpy arrays/scalars -> list/number;
 * a container that contains itself -> ``{"$cycle": "<type>"}``; nesting deeper than
   :data:`MAX_DEPTH` -> ``{"$depth": "<type>"}``;
@@ -73,6 +74,8 @@ def _default(value: Any) -> Any:
         return str(value)
     if isinstance(value, PurePath):
         return str(value)
+    if isinstance(value, Mapping):
+        return dict(value)
     model_dump = getattr(value, "model_dump", None)
     if callable(model_dump) and not isinstance(value, type):
         try:
