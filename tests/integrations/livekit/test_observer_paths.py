@@ -256,3 +256,16 @@ async def test_one_observer_for_two_sessions_in_turn(ledger: Ledger, stored: Sto
         assert reply["data"]["text"] == text
         assert s.ancestors(reply)[0] == "session_start"
         assert s.by_id[reply["parent_id"]]["session_id"] == session_id
+
+
+def test_exported_members() -> None:
+    import agentledger.integrations.livekit as module
+
+    assert sorted(module.__all__) == ["LEVELS", "LedgerSessionObserver", "Level", "SupportsLog"]
+    public = {n for n in vars(module) if not n.startswith("_") and n not in {"annotations"}}
+    defined_here = {
+        n for n in public if getattr(getattr(module, n), "__module__", None) == module.__name__
+    }
+    assert defined_here <= set(module.__all__)
+    for name in module.__all__:
+        assert hasattr(module, name)
