@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from livekit.agents import mock_tools
 
+from agentledger.client import Ledger
+
 from .conftest import RunSession, Stored, WeatherAgent
 from .fakes import Reply
 
@@ -31,7 +33,9 @@ def _turn_shape(s: Stored, user: dict[str, Any]) -> list[str]:
     return out
 
 
-async def test_turn_with_one_tool_call(run_session: RunSession, stored: StoredReader) -> None:
+async def test_turn_with_one_tool_call(
+    run_session: RunSession, stored: StoredReader, ledger: Ledger
+) -> None:
     ran = await run_session(
         [
             Reply("req-1", calls=[("get_weather", {"city": "Paris"}, "call-1")], usage=(20, 5, 8)),
@@ -119,6 +123,11 @@ async def test_turn_with_one_tool_call(run_session: RunSession, stored: StoredRe
         "llm_start",
         "llm_end",
     ]
+
+    # The server's why() walks the same chain.
+    why = ledger.why(reply["event_id"], depth=50)
+    assert [e.event for e in why.chain] == [*s.ancestors(reply), "assistant_response"]
+    assert why.chain_complete
 
     end = s.one("session_end")
     assert s.parent(end) is start
