@@ -412,10 +412,22 @@ class AsyncLedger(BaseLedger):
         """The agent's key/value state (``state_set``/``state_delete``) at ``timestamp``."""
         return await self._request(self._call_at(timestamp, agent))
 
-    async def forget(self, filter_key: str, filter_value: str) -> ForgetResult:
-        """Erase events whose ``filter_key`` equals ``filter_value`` (tombstones keep the
-        chain verifiable)."""
-        return await self._request(self._call_forget(filter_key, filter_value))
+    async def forget(
+        self,
+        filter_key: str,
+        filter_value: str | int | float | bool,
+        *,
+        agent: str | None = None,
+        dry_run: bool = False,
+    ) -> ForgetResult:
+        """Erase the agent's events whose ``data`` holds ``filter_key == filter_value`` at any
+        depth (``DELETE /v1/memory/forget``). Tombstones keep the chain verifiable.
+
+        Args:
+            agent: the agent (default: the client's).
+            dry_run: only count what would be erased.
+        """
+        return await self._request(self._call_forget(filter_key, filter_value, agent, dry_run))
 
     async def agents(self) -> list[AgentInfo]:
         """Every agent the key may read, with first/last seen and event count."""

@@ -558,8 +558,19 @@ class BaseLedger:
         params = {"agent": self._agent_param(agent), "timestamp": _iso(timestamp)}
         return Call("GET", "/v1/events/at", StateAt.from_wire, params)
 
-    def _call_forget(self, filter_key: str, filter_value: str) -> Call[ForgetResult]:
-        body = {"filter_key": filter_key, "filter_value": filter_value}
+    def _call_forget(
+        self,
+        filter_key: str,
+        filter_value: str | int | float | bool,
+        agent: str | None,
+        dry_run: bool,
+    ) -> Call[ForgetResult]:
+        body = {
+            "filter_key": filter_key,
+            "filter_value": filter_value,
+            "agent": self._agent_param(agent),
+            "dry_run": dry_run,
+        }
         return Call("DELETE", "/v1/memory/forget", ForgetResult.from_wire, json=body)
 
     def _call_agents(self) -> Call[list[AgentInfo]]:

@@ -409,10 +409,22 @@ class Ledger(BaseLedger):
         """The agent's key/value state (``state_set``/``state_delete``) at ``timestamp``."""
         return self._request(self._call_at(timestamp, agent))
 
-    def forget(self, filter_key: str, filter_value: str) -> ForgetResult:
-        """Erase events whose ``filter_key`` equals ``filter_value`` (tombstones keep the
-        chain verifiable)."""
-        return self._request(self._call_forget(filter_key, filter_value))
+    def forget(
+        self,
+        filter_key: str,
+        filter_value: str | int | float | bool,
+        *,
+        agent: str | None = None,
+        dry_run: bool = False,
+    ) -> ForgetResult:
+        """Erase the agent's events whose ``data`` holds ``filter_key == filter_value`` at any
+        depth (``DELETE /v1/memory/forget``). Tombstones keep the chain verifiable.
+
+        Args:
+            agent: the agent (default: the client's).
+            dry_run: only count what would be erased.
+        """
+        return self._request(self._call_forget(filter_key, filter_value, agent, dry_run))
 
     def agents(self) -> list[AgentInfo]:
         """Every agent the key may read, with first/last seen and event count."""

@@ -400,12 +400,16 @@ class ForgetResult:
 
     deleted_events: int
     filter: dict[str, Any]
+    event_ids: list[str] = field(default_factory=list)
+    dry_run: bool = False
 
     @classmethod
     def from_wire(cls, obj: dict[str, Any]) -> ForgetResult:
         return cls(
             deleted_events=int(_get(obj, "deleted_events", 0)),
             filter=dict(_get(obj, "filter", {})),
+            event_ids=[str(x) for x in _get(obj, "event_ids", [])],
+            dry_run=bool(obj.get("dry_run", False)),
         )
 
 
