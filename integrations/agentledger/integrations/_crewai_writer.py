@@ -101,8 +101,13 @@ class _Item:
     data: dict[str, Any]
     timestamp: dt.datetime | None
     key: str | None  # CrewAI id of a scope start (children name it); None for other events
-    own_id: str  # derived ledger id (used when the ledger takes event_id=)
+    crewai_id: str  # the CrewAI event it was built from
+    suffix: str  # "" for the main event, a label for an extra one
     parent_key: str | None
+
+    def own_id(self) -> str:
+        """The derived ledger id (used when the ledger takes ``event_id=``)."""
+        return ledger_event_id(self.crewai_id, self.suffix)
 
 
 class LedgerWriter:
@@ -161,7 +166,8 @@ class LedgerWriter:
         *,
         timestamp: dt.datetime | None,
         key: str | None,
-        own_id: str,
+        crewai_id: str,
+        suffix: str = "",
         parent_key: str | None,
     ) -> None:
         """Log one event now, or as soon as its parent is logged.
@@ -172,13 +178,15 @@ class LedgerWriter:
             timestamp: CrewAI's event time (kept as the ledger event time).
             key: the CrewAI id of a scope start (its children name it as ``parent_key``);
                 ``None`` for events that are never parents.
-            own_id: the derived ledger id (:func:`ledger_event_id`).
+            crewai_id: the CrewAI event id it was built from.
+            suffix: ``""`` for the main event; a label for an extra event built from the
+                same CrewAI event (see :func:`ledger_event_id`).
             parent_key: the CrewAI id of the parent scope start, or ``None`` for a root.
         """
-        item = _Item(event, data, timestamp, key, own_id, parent_key)
+        item = _Item(event, data, timestamp, key, crewai_id, suffix, parent_key)
         with self._lock:
             if parent_key is None:
-                self._log(item, None, self._session_id or session_of(key or own_id))
+                self._log(item, None, self._session_id or session_of(key or crewai_id))
                 return
             known = self._known.get(parent_key)
             if known is not None:
@@ -215,7 +223,7 @@ class LedgerWriter:
 
     def _orphan(self, item: _Item) -> None:
         self.orphans += 1
-        self._log(item, None, self._session_id or session_of(item.parent_key or item.own_id))
+        self._log(item, None, self._session_id or session_of(item.parent_key or item.crewai_id))
 
     def _log(self, first: _Item, parent_id: str | None, session: str) -> None:
         """Log ``first``, then every held descendant it unblocks (parents first).
@@ -235,7 +243,7 @@ class LedgerWriter:
                 "timestamp": item.timestamp,
             }
             if self._derived:
-                kwargs["event_id"] = item.own_id
+                kwargs["event_id"] = item.own_id()
             try:
                 ref = self._ledger.log(item.event, item.data, **kwargs)
             except Exception as exc:
@@ -243,7 +251,7 @@ class LedgerWriter:
                 continue
             if item.key is None:
                 continue
-            ledger_id = item.own_id if self._derived else ref.event_id
+            ledger_id = ref.event_id
             self._known[item.key] = (ledger_id, sess)
             self._known.move_to_end(item.key)
             while len(self._known) > self._max_known:

@@ -455,7 +455,8 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
                 out.data,
                 timestamp=event.timestamp,
                 key=own_key,
-                own_id=ledger_event_id(event.event_id, out.suffix),
+                crewai_id=event.event_id,
+                suffix=out.suffix,
                 parent_key=parent,
             )
 
