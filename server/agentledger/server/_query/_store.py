@@ -115,8 +115,11 @@ class QueryStore(abc.ABC):
         (numpy array); ``[(event, cosine)]`` best first."""
 
     @abc.abstractmethod
-    def index_catch_up(self, *, max_rows: int) -> int:
-        """Index up to ``max_rows`` events written since the last call; rows indexed."""
+    def index_catch_up(self, *, max_rows: int, background: bool = False) -> int:
+        """Index up to ``max_rows`` events written since the last call; rows indexed.
+
+        With ``background`` the call gives way to writers: it returns -1 at once when a
+        write transaction is running (the caller retries soon)."""
 
     @abc.abstractmethod
     def index_pending(self) -> int:
@@ -215,6 +218,11 @@ class QueryStoreMixin(QueryStore):
 
     def _index_pending(self, conn: Connection) -> int:
         return 0
+
+    def _writer_busy(self) -> bool:
+        """Whether a write transaction of this process is running (the background indexer
+        then gives way, so ingest does not wait for it)."""
+        return False
 
     def _record_contains(self, needle: bytes) -> ColumnElement[bool] | None:
         """A condition true when the stored ``record`` bytes contain ``needle`` (a prefilter
@@ -323,8 +331,10 @@ class QueryStoreMixin(QueryStore):
             hits = [(i, round(float(s), 6)) for i, s in zip(best_ids, best_scores, strict=True)]
             return self._scored(conn, hits)
 
-    def index_catch_up(self, *, max_rows: int) -> int:
+    def index_catch_up(self, *, max_rows: int, background: bool = False) -> int:
         """See :meth:`QueryStore.index_catch_up`."""
+        if background and self._writer_busy():
+            return -1
         with self._reader() as conn:
             if not self._index_pending(conn):
                 return 0

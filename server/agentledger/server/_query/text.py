@@ -1,6 +1,6 @@
 """Text helpers shared by search, embeddings and memory context (no SQL).
 
-* :func:`query_words` turns user text into search words: Unicode word characters only, so FTS
+* :func:`query_words` turns user text into search words: Unicode letters and digits only, so FTS
   syntax (quotes, ``*``, ``NEAR``, ``-``, parentheses, column filters) in user text is never
   interpreted, only searched for (issue 3, "Query syntax characters never cause an error").
 * :func:`fts5_match` builds an SQLite FTS5 query from those words: each word quoted and
@@ -24,7 +24,8 @@ __all__ = ["MAX_QUERY_WORDS", "event_text", "fts5_match", "query_words", "summar
 #: Words kept from one query (the rest are ignored): bounds the cost of a pasted paragraph.
 MAX_QUERY_WORDS = 32
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+#: Letters and digits; ``_`` separates words as in FTS5's ``unicode61`` tokenizer.
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def query_words(text: str) -> list[str]:

@@ -36,8 +36,10 @@ class DrainWorker:
 
     Args:
         name: thread name (shown in logs).
-        step: does one bounded unit of work, returns the amount done (0 = idle).
+        step: does one bounded unit of work, returns the amount done (0 = idle, negative =
+            busy now, retry after ``busy_s``).
         idle_s: sleep when idle, seconds.
+        busy_s: sleep when the step reported busy, seconds.
         max_backoff_s: longest sleep after consecutive failures, seconds.
     """
 
@@ -47,11 +49,13 @@ class DrainWorker:
         step: Callable[[], int],
         *,
         idle_s: float = 0.2,
+        busy_s: float = 0.005,
         max_backoff_s: float = 30.0,
     ) -> None:
         self.name = name
         self._step = step
         self._idle_s = idle_s
+        self._busy_s = busy_s
         self._max_backoff_s = max_backoff_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -83,15 +87,18 @@ class DrainWorker:
                 logger.exception("%s: unexpected failure", self.name)
                 self._stop.wait(min(self._max_backoff_s, self._idle_s * 2**failures))
                 continue
-            if not done:
+            if done < 0:
+                self._stop.wait(self._busy_s)
+            elif not done:
                 self._stop.wait(self._idle_s)
 
 
-def index_step(store: QueryStore, batch_rows: int = 5000) -> Callable[[], int]:
-    """A step that adds up to ``batch_rows`` events to the full-text index."""
+def index_step(store: QueryStore, batch_rows: int = 1000) -> Callable[[], int]:
+    """A step that adds up to ``batch_rows`` events to the full-text index, giving way to
+    running write transactions."""
 
     def step() -> int:
-        return store.index_catch_up(max_rows=batch_rows)
+        return store.index_catch_up(max_rows=batch_rows, background=True)
 
     return step
 
