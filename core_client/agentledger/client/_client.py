@@ -36,7 +36,12 @@ from agentledger.client._retry import (
 )
 from agentledger.client._sanitize import DEFAULT_MAX_STRING_CHARS
 from agentledger.client._spill import DEFAULT_MAX_SPILL_BYTES
-from agentledger.client._transfer import ImportChunks, ProgressFn, open_export_target
+from agentledger.client._transfer import (
+    ImportChunks,
+    ProgressArg,
+    open_export_target,
+    progress_reporter,
+)
 
 __all__ = ["Ledger"]
 
@@ -296,21 +301,25 @@ class Ledger(BaseLedger):
         file_or_path: str | os.PathLike[str] | IO[bytes],
         *,
         agent: str | None = None,
-        progress: ProgressFn | None = None,
+        progress: ProgressArg = None,
     ) -> int:
         """Stream an agent's events as NDJSON (oldest first) into a file; constant memory.
 
         Args:
             file_or_path: a path (created/overwritten) or a binary file object.
             agent: the agent (default: the client's).
-            progress: called with the running count of lines written.
+            progress: ``None`` = a progress bar on stderr when it is a terminal, ``False`` =
+                none, ``True`` = always, or a callback of the running count of lines written.
 
         Returns:
             the number of events written.
         """
         params = {"agent": self._agent_param(agent)}
         count = 0
-        with open_export_target(file_or_path) as out:
+        with (
+            open_export_target(file_or_path) as out,
+            progress_reporter(progress, "export") as report,
+        ):
             try:
                 with self._http().stream("GET", "/v1/events/export", params=params) as response:
                     if response.status_code >= 400:
@@ -321,8 +330,10 @@ class Ledger(BaseLedger):
                             continue
                         out.write(line.encode() + b"\n")
                         count += 1
-                        if progress is not None:
-                            progress(count)
+                        if report is not None and count % 500 == 0:
+                            report(count)
+                if report is not None:
+                    report(count)
             except httpx.TransportError as error:
                 raise transport_error_from(error) from error
         return count
@@ -333,7 +344,7 @@ class Ledger(BaseLedger):
         *,
         agent: str | None = None,
         chunk_size: int = 500,
-        progress: ProgressFn | None = None,
+        progress: ProgressArg = None,
     ) -> ImportResult:
         """Import exported NDJSON lines (``POST /v1/events/import``), streamed in chunks.
 
@@ -343,17 +354,19 @@ class Ledger(BaseLedger):
             source: an NDJSON path, a binary file, or an iterable of event dicts.
             agent: rename every event to this agent (``None`` keeps the original agents).
             chunk_size: events per request.
-            progress: called with the running count of events sent.
+            progress: as for :meth:`export_events` (running count of events sent).
         """
         total = ImportResult()
-        for offset, chunk in ImportChunks(source, chunk_size):
-            body: dict[str, Any] = {"events": chunk}
-            if agent is not None:
-                body["agent"] = agent
-            answer = self._request(Call("POST", "/v1/events/import", lambda b: b, json=body))
-            total = total.plus(answer if isinstance(answer, dict) else {}, offset)
-            if progress is not None:
-                progress(offset + len(chunk))
+        with progress_reporter(progress, "import") as report:
+            for offset, chunk in ImportChunks(source, chunk_size):
+                body: dict[str, Any] = {"events": chunk}
+                if agent is not None:
+                    body["agent"] = agent
+                call = Call("POST", "/v1/events/import", lambda b: b, json=body)
+                answer = self._request(call)
+                total = total.plus(answer if isinstance(answer, dict) else {}, offset)
+                if report is not None:
+                    report(offset + len(chunk))
         return total
 
     def verify_chain(

@@ -8,15 +8,50 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 import orjson
 
-__all__ = ["ImportChunks", "ProgressFn", "open_export_target"]
+__all__ = ["ImportChunks", "ProgressArg", "ProgressFn", "open_export_target", "progress_reporter"]
 
 #: Progress callback: receives the running count of events (lines) handled.
 ProgressFn = Callable[[int], None]
+
+#: ``progress=``: ``None`` = a rich progress bar on stderr when it is a terminal, ``False`` =
+#: none, ``True`` = always a bar, or a callback of the running count.
+ProgressArg = bool | ProgressFn | None
+
+
+@contextlib.contextmanager
+def progress_reporter(progress: ProgressArg, label: str) -> Iterator[ProgressFn | None]:
+    """Yield the callback to report counts to (a rich bar, the caller's function, or None)."""
+    if callable(progress) and not isinstance(progress, bool):
+        yield progress
+        return
+    show = sys.stderr.isatty() if progress is None else bool(progress)
+    if not show:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn(label),
+        BarColumn(),
+        TextColumn("{task.completed} events"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    )
+    task = bar.add_task(label, total=None)
+    with bar:
+
+        def update(count: int) -> None:
+            bar.update(task, completed=count)
+
+        yield update
 
 
 @contextlib.contextmanager

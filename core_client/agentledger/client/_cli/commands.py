@@ -13,14 +13,13 @@ import contextlib
 import dataclasses
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import orjson
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -190,24 +189,6 @@ def verify(
         raise typer.Exit(1)
 
 
-def _progress(enabled: bool, label: str) -> tuple[Progress | None, Callable[[int], None] | None]:
-    if not enabled:
-        return None, None
-    progress = Progress(
-        TextColumn(label),
-        BarColumn(),
-        TextColumn("{task.completed} events"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-    )
-    task = progress.add_task(label, total=None)
-
-    def update(count: int) -> None:
-        progress.update(task, completed=count)
-
-    return progress, update
-
-
 def export(
     agent: Annotated[str | None, typer.Option("--agent", help="Agent to export.")] = None,
     output: Annotated[
@@ -217,14 +198,12 @@ def export(
     api_key: KeyOpt = None,
 ) -> None:
     """Export an agent's events as NDJSON, oldest first (streamed)."""
-    show = output is not None and sys.stderr.isatty()
-    progress, update = _progress(show, "export")
-    with _ledger(url, api_key, agent) as ledger, progress or contextlib.nullcontext():
+    with _ledger(url, api_key, agent) as ledger:
         if output is None:
-            count = ledger.export_events(sys.stdout.buffer)
+            count = ledger.export_events(sys.stdout.buffer, progress=False)
             sys.stdout.flush()
         else:
-            count = ledger.export_events(output, progress=update)
+            count = ledger.export_events(output)  # a progress bar when stderr is a terminal
     if output is not None:
         Console(stderr=True).print(f"exported {count} events to {output}")
 
@@ -239,10 +218,9 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Import an NDJSON export (re-running reports duplicates, never copies)."""
-    progress, update = _progress(sys.stderr.isatty() and not as_json, "import")
-    with _ledger(url, api_key, None) as ledger, progress or contextlib.nullcontext():
+    with _ledger(url, api_key, None) as ledger:
         try:
-            result = ledger.import_events(source, agent=agent, progress=update)
+            result = ledger.import_events(source, agent=agent, progress=False if as_json else None)
         except (OSError, ValueError) as error:
             _err(str(error))
             raise typer.Exit(1) from error
