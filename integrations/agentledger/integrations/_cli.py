@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 __all__ = ["register"]
 
@@ -55,7 +56,7 @@ def demo(
             keep_serving=keep_serving,
         )
     except DemoError as error:
-        console.print(f"[bold red]demo failed:[/] {error}")
+        console.print(f"[bold red]demo failed:[/] {escape(str(error))}")
         raise typer.Exit(2) from error
     raise typer.Exit(code)
 

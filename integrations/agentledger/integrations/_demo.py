@@ -17,6 +17,7 @@ OpenAI-compatible model through ``langchain-openai``.
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import secrets
 import socket
@@ -32,6 +33,7 @@ import httpx
 import uuid_utils
 from langchain_core.language_models import BaseChatModel
 from rich.console import Console
+from rich.markup import escape
 
 from agentledger.client import Ledger
 from agentledger.client import vocabulary as v
@@ -104,6 +106,13 @@ class EmbeddedServer:
 
     def start(self) -> None:
         """Start the process and wait until it answers ``/health``."""
+        try:  # fail with the real reason, not with the CLI's stand-in for a missing part
+            importlib.import_module("agentledger.server._cli")
+        except ImportError as error:
+            raise DemoError(
+                f"the embedded server cannot start: {error}. "
+                "Install it with pip install 'agentledger[server]', or pass --url."
+            ) from error
         self._log = self.db.with_suffix(".server.log")
         command = [
             sys.executable,
@@ -232,7 +241,7 @@ def _run(
         handler = LedgerCallbackHandler(ledger, metadata={"demo": "support-case"})
         graph = build_support_agent(llm)
         console.rule("[bold]agentledger demo: a support agent handles a duplicate charge")
-        console.print(f"[bold cyan]customer:[/] {CUSTOMER_MESSAGE}")
+        console.print(f"[bold cyan]customer:[/] {escape(CUSTOMER_MESSAGE)}")
         started = time.perf_counter()
         try:
             result = graph.invoke(
@@ -242,7 +251,7 @@ def _run(
         except Exception as error:  # a real model's network or auth error
             raise DemoError(f"the agent run failed: {type(error).__name__}: {error}") from error
         elapsed_s = time.perf_counter() - started
-        console.print(f"[bold green]agent:[/] {result['messages'][-1].text}")
+        console.print(f"[bold green]agent:[/] {escape(result['messages'][-1].text)}")
         flushed = ledger.flush(timeout_s=10.0)
         console.print(
             f"[dim]agent run {elapsed_s * 1000:,.0f} ms; {flushed.sent} events sent in "
@@ -301,7 +310,7 @@ def _print_next_steps(
     console.rule("[bold]where to look next")
     say = functools.partial(console.print, soft_wrap=True)  # keep URLs whole (clickable)
     if db is not None:
-        say(f"• the ledger is kept in [bold]{db}[/]; serve it again with")
+        say(f"• the ledger is kept in [bold]{escape(str(db))}[/]; serve it again with")
         say(f"    agentledger serve --db {db} --dev-key dev")
         say("  (or run [bold]agentledger demo --keep-serving[/]), then:")
         say(f"    export AGENTLEDGER_API_KEY=dev AGENTLEDGER_AGENT={agent}")

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -190,8 +191,10 @@ def print_chain_report(console: Console, report: ChainReport, agent: str) -> Non
     head = report.chain_head
     where = f", head #{head.sequence_no} {head.chain_hash[:16]}…" if head else ""
     if report.intact:
-        console.print(f"[bold green]✔ hash chain of {agent!r} intact[/]{where}  {report.summary}")
+        console.print(
+            f"[bold green]✔ hash chain of {agent!r} intact[/]{where}  {escape(report.summary)}"
+        )
     else:
-        console.print(f"[bold red]✘ hash chain of {agent!r} broken[/]: {report.summary}")
+        console.print(f"[bold red]✘ hash chain of {agent!r} broken[/]: {escape(report.summary)}")
         for problem in report.problems[:10]:
             console.print(f"  {problem.kind} at #{problem.sequence_no} ({problem.event_id})")

@@ -120,3 +120,18 @@ def test_demo_keep_serving_until_interrupted(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def test_demo_names_the_missing_server_part(tmp_path: Path) -> None:
+    shadow = tmp_path / "shadow" / "fastapi"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(
+        'raise ModuleNotFoundError("No module named fastapi", name="fastapi")\n'
+    )
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "PYTHONPATH": str(shadow.parent)}
+    done = subprocess.run(
+        [_agentledger(), "demo"], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "the embedded server cannot start: No module named fastapi" in done.stdout
+    assert "pip install 'agentledger[server]'" in done.stdout
