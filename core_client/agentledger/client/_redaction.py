@@ -34,14 +34,16 @@ class ClientRedactor:
     def __init__(self, patterns: Collection[str] = ()) -> None:
         self._patterns = tuple(patterns)
         redact({}, patterns=self._patterns)  # validate names now
-        stems = sorted({name.split("_")[-1].encode() for name in SECRET_KEYS})
-        self._stem_re = re.compile(b"|".join(re.escape(s) for s in stems), re.IGNORECASE)
+        words = {name.split("_")[-1].lower().encode() for name in SECRET_KEYS}
+        # "apikey" contains "key": keep only words that contain no other word
+        stems = sorted(w for w in words if not any(o != w and o in w for o in words))
+        self._stem_re = re.compile(b"|".join(re.escape(w) for w in stems))
 
     def might_hold_secrets(self, raw: bytes) -> bool:
         """Whether the walk is needed for these JSON bytes (see the module docstring)."""
         if self._patterns:
             return True
-        return self._stem_re.search(raw) is not None
+        return self._stem_re.search(raw.lower()) is not None  # ASCII lower-casing, as keys
 
     def value(self, raw: bytes) -> Any:
         """The value to embed in the wire line: the bytes as they are, or redacted."""
