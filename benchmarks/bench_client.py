@@ -231,7 +231,19 @@ def throughput_raw(url: str, n: int) -> float:
 
 
 def memory_dead_server(n: int, spill: bool) -> dict[str, float]:
-    """RSS growth (bytes) while logging ``n`` events to a closed port."""
+    """RSS growth (bytes) while logging ``n`` events to a closed port, measured in a fresh
+    child process (memory freed by earlier phases would hide growth here)."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--memory-child", str(n), "--spill", "1" if spill else "0"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    result: dict[str, float] = orjson.loads(out.splitlines()[-1])
+    return result
+
+
+def memory_child(n: int, spill: bool) -> dict[str, float]:
+    """Body of :func:`memory_dead_server` (runs in the child)."""
     me = psutil.Process()
     url = f"http://127.0.0.1:{free_port()}"
     spill_dir = tempfile.mkdtemp(prefix="bench-spill-") if spill else None
@@ -267,9 +279,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     parser.add_argument("--serve-stub", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--delay-s", type=float, default=0.0, help=argparse.SUPPRESS)
+    parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--spill", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_stub:
         serve_stub(args.serve_stub, args.delay_s)
+        return
+    if args.memory_child:
+        print(orjson.dumps(memory_child(args.memory_child, bool(args.spill))).decode())
         return
     q = args.quick
     n_ours, n_zizka = (2_000, 100) if q else (20_000, 500)
