@@ -12,6 +12,8 @@ import pytest
 
 pytest.importorskip("langgraph", reason="the examples need pip install 'agentledger[langchain]'")
 
+pytestmark = pytest.mark.langchain
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 EXPECTED = {

@@ -16,8 +16,6 @@ import pytest
 from agentledger.client import Ledger
 from agentledger.integrations.langchain import LedgerCallbackHandler
 
-pytestmark = pytest.mark.langchain
-
 
 def read_events(url: str, headers: dict[str, str], agent: str) -> list[dict[str, Any]]:
     """Every stored event of ``agent``, oldest first (pages with the wire ``cursor``)."""
