@@ -1,13 +1,14 @@
 """The SQLite pieces of the query features: FTS5 search, batch indexer, secure erasure.
 
-* **Index**: ``events_fts`` is a contentless FTS5 table (``content=''``, ``detail=none``:
-  no positions, as no phrase or NEAR query is ever run, which makes indexing ~40 % cheaper;
-  tokenizer ``unicode61 remove_diacritics 2``) keyed by ``events.id``. Rows are added in batches by
-  :meth:`SQLiteQueryHooks._index_catch_up` up to the watermark ``events_fts_state``: FTS5
-  costs about 3x less per row in batches of thousands than row by row, and ingest never waits
-  for it: the background indexer (:mod:`agentledger.server._query.workers`) works in slices
-  of 1,000 rows and only while no write transaction runs (it gives way to ingest), and every
-  search catches up first, so a search sees the writes that completed before it.
+* **Index**: ``events_fts`` is a contentless FTS5 table (``content=''``, ``detail=none``: no
+  positions, as no phrase or NEAR query is ever run, which makes indexing ~40 % cheaper; tokenizer
+  ``porter unicode61 remove_diacritics 2``: English stems, so ``refunded`` and ``refunds`` find
+  ``refund`` and the other way round) keyed by ``events.id``. Rows are added in batches by
+  :meth:`SQLiteQueryHooks._index_catch_up` up to the watermark ``events_fts_state`` (FTS5 costs
+  about 3x less per row in batches of thousands than row by row), and ingest never waits for it:
+  the background indexer (:mod:`agentledger.server._query.workers`) works in slices of 1,000 rows
+  and only while no write transaction runs (it gives way to ingest), and every search catches up
+  first, so a search sees the writes that completed before it.
 * **Search**: ``events_fts MATCH '"w1"* OR "w2"*'`` joined to ``events`` by rowid, ranked by
   ``bm25()`` (lower is better; reported negated so higher is better).
 * **Erasure**: ``secure_delete`` overwrites freed content with zeros (set on every connection

@@ -7,15 +7,16 @@ Revises: 0001
   index look-up (every dialect).
 * ``event_embeddings``: one vector per event (float32 little-endian bytes), written by the
   background embedding worker; forget deletes the rows in its own transaction (every dialect).
-* SQLite only: ``events_fts``, a contentless FTS5 table (``content=''``: the text is not
-  stored twice, only the index; ``detail=none``: no positions) whose rowid is ``events.id``,
-  filled in batches by the background indexer (``agentledger.server._query._sqlite``) up to
-  the watermark ``events_fts_state.indexed_through``, so ingest never waits for it. The
-  trigger ``events_fts_erase`` (after an update of ``record`` to NULL, i.e. a forget
-  tombstone, of a row already indexed) removes the row with FTS5's ``'delete'`` command fed
-  the same text computed from the old record, so a forget and its index deletion commit or
-  roll back together. The text of a row is the event type and every string value under
-  ``data`` (``json_tree`` order): :data:`TEXT_OF`.
+* SQLite only: ``events_fts``, a contentless FTS5 table (``content=''``: the text is not stored
+  twice, only the index; ``detail=none``: no positions; Porter stemming over ``unicode61``) whose
+  rowid is ``events.id``, filled in batches by the background indexer
+  (``agentledger.server._query._sqlite``) up to the watermark
+  ``events_fts_state.indexed_through``, so ingest never waits for it. The trigger
+  ``events_fts_erase`` (after an update of ``record`` to NULL, i.e. a forget tombstone, of a row
+  already indexed) removes the row with FTS5's ``'delete'`` command fed the same text computed
+  from the old record, so a forget and its index deletion commit or roll back together. The text
+  of a row is the event type and every string value under ``data`` (``json_tree`` order):
+  :data:`TEXT_OF`.
 
   The PostgreSQL store adds its own ``tsvector`` index in a later revision (see
   ``agentledger.server._query._store`` for the hooks it overrides).
@@ -39,7 +40,7 @@ TEXT_OF = (
 
 SQLITE_FTS = [
     "CREATE VIRTUAL TABLE events_fts USING fts5(body, content='', detail=none, "
-    "tokenize='unicode61 remove_diacritics 2')",
+    "tokenize='porter unicode61 remove_diacritics 2')",
     "CREATE TABLE events_fts_state (id INTEGER PRIMARY KEY CHECK (id = 1), "
     "indexed_through INTEGER NOT NULL)",
     "INSERT INTO events_fts_state (id, indexed_through) VALUES (1, 0)",
