@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import re
 import time
+import uuid
 from typing import Any
 
 import httpx
@@ -365,3 +366,44 @@ print(ui.status_code, health.status_code, ui.text)
     assert (status, health) == ("503", "200")
     assert "pip install 'agentledger[server]'" in message
     assert "dashboard disabled" in done.stderr
+
+
+def test_a_session_of_two_agents_shows_both_or_one_when_filtered(
+    ledger_server: Any, agent_name: str
+) -> None:
+    from ._seed import post_events
+
+    session = f"handoff-{agent_name}"
+    triage, billing = f"{agent_name}-triage", f"{agent_name}-billing"
+    first = str(uuid.uuid4())
+    post_events(
+        ledger_server.url,
+        ledger_server.headers(),
+        [
+            {
+                "event_id": first,
+                "agent": triage,
+                "session_id": session,
+                "event": "user_message",
+                "data": {"text": "refund please"},
+                "timestamp": "2026-01-01T00:00:00+00:00",
+            },
+            {
+                "agent": billing,
+                "session_id": session,
+                "event": "tool_call",
+                "data": {"tool": "issue_refund", "args": {}},
+                "parent_id": first,
+                "timestamp": "2026-01-01T00:00:01+00:00",
+            },
+        ],
+    )
+    both = get(ledger_server, f"/ui/sessions/{session}").text
+    assert len(ROW_IDS.findall(both)) == 2
+    assert f"<small>{triage}</small>" in both and f"<small>{billing}</small>" in both
+    only = get(ledger_server, f"/ui/sessions/{session}", params={"agent": billing}).text
+    assert len(ROW_IDS.findall(only)) == 1 and "issue_refund" in only
+    assert "refund please" not in only
+    index = get(ledger_server, "/ui/", params={"agent": triage}).text
+    assert f"/ui/sessions/{session}?agent={triage}" in index
+    assert f'href="/ui/agents/{billing}"' in index  # the session's other agent is listed
