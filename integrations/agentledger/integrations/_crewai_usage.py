@@ -1,12 +1,13 @@
 """Token usage of CrewAI model calls, in the vocabulary's shape, and per-scope roll-ups.
 
 CrewAI hands ``LLMCallCompletedEvent.usage`` over as the provider's raw dict (OpenAI, Anthropic,
-Gemini and LiteLLM spellings). CrewAI's own normalizer,
-:meth:`crewai.types.usage_metrics.UsageMetrics.from_provider_dict`, already folds the aliases
-and reconciles raw Anthropic usage (cache counters apart from ``input_tokens``) into a billed
-prompt count, so it is reused here; the result is re-keyed to ``data.token_usage``
-(``shared/docs/event-vocabulary.md``): ``input_tokens`` *includes* ``cache_read_tokens`` and
-``cache_write_tokens``. A counter the provider did not report is ``None``, never 0.
+Gemini and LiteLLM spellings). :func:`token_usage` folds those aliases the way CrewAI's own
+normalizer does (``crewai.types.usage_metrics.UsageMetrics.from_provider_dict``, crewai 1.15:
+same keys, same reconciliation of raw Anthropic usage whose cache counters are apart from
+``input_tokens``; a test checks the two agree) without building a pydantic model per call,
+and re-keys the result to ``data.token_usage`` (``shared/docs/event-vocabulary.md``):
+``input_tokens`` *includes* ``cache_read_tokens`` and ``cache_write_tokens``. A counter the
+provider did not report is ``None``, never 0.
 
 Roll-ups (field case H13): task and crew steps get the sum of the ``llm_end`` usage below them
 in a separate ``data.rollup`` object, so summing ``data.token_usage`` over a session never
@@ -18,8 +19,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from typing import Any
-
-from crewai.types.usage_metrics import UsageMetrics
 
 __all__ = ["Rollup", "token_usage"]
 
@@ -36,15 +35,29 @@ _SUMMED = (
 )
 
 
-def _has_any(raw: Mapping[str, Any], keys: tuple[str, ...]) -> bool:
-    return any(raw.get(key) is not None for key in keys)
+def _int(value: Any) -> int | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
-def _has_cache_read(raw: Mapping[str, Any]) -> bool:
-    if _has_any(raw, _CACHE_READ_KEYS):
-        return True
-    details = raw.get("prompt_tokens_details")
-    return isinstance(details, Mapping) and details.get("cached_tokens") is not None
+def _first(raw: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
+    """The first non-zero count under ``keys``; 0 if one is reported as 0; None if none is."""
+    seen_zero = False
+    for key in keys:
+        value = _int(raw.get(key))
+        if value:
+            return value
+        seen_zero = seen_zero or value == 0
+    return 0 if seen_zero else None
+
+
+def _detail(raw: Mapping[str, Any], parent: str, key: str) -> int | None:
+    details = raw.get(parent)
+    return _int(details.get(key)) if isinstance(details, Mapping) else None
 
 
 def token_usage(raw: Any, model: str | None) -> dict[str, Any] | None:
@@ -61,19 +74,30 @@ def token_usage(raw: Any, model: str | None) -> dict[str, Any] | None:
     """
     if not isinstance(raw, Mapping) or not raw:
         return None
-    metrics = UsageMetrics.from_provider_dict(dict(raw))
-    if metrics is None:
-        return None
+    cache_read = _first(raw, _CACHE_READ_KEYS)
+    if not cache_read:
+        cache_read = _detail(raw, "prompt_tokens_details", "cached_tokens") or cache_read
+    cache_write = _first(raw, _CACHE_WRITE_KEYS)
+    if "input_tokens" in raw and (
+        "cache_read_input_tokens" in raw or "cache_creation_input_tokens" in raw
+    ):
+        # raw Anthropic shape: input_tokens is only the uncached part
+        prompt: int | None = (
+            (_int(raw.get("input_tokens")) or 0)
+            + (_int(raw.get("cache_read_input_tokens")) or 0)
+            + (_int(raw.get("cache_creation_input_tokens")) or 0)
+        )
+    else:
+        prompt = _first(raw, _PROMPT_KEYS)
+    reasoning = _int(raw.get("reasoning_tokens"))
+    if reasoning is None:
+        reasoning = _detail(raw, "completion_tokens_details", "reasoning_tokens")
     return {
-        "input_tokens": metrics.prompt_tokens if _has_any(raw, _PROMPT_KEYS) else None,
-        "output_tokens": metrics.completion_tokens if _has_any(raw, _COMPLETION_KEYS) else None,
-        "cache_read_tokens": metrics.cached_prompt_tokens if _has_cache_read(raw) else None,
-        "cache_write_tokens": (
-            metrics.cache_creation_tokens if _has_any(raw, _CACHE_WRITE_KEYS) else None
-        ),
-        "reasoning_tokens": (
-            metrics.reasoning_tokens if raw.get("reasoning_tokens") is not None else None
-        ),
+        "input_tokens": prompt,
+        "output_tokens": _first(raw, _COMPLETION_KEYS),
+        "cache_read_tokens": cache_read,
+        "cache_write_tokens": cache_write,
+        "reasoning_tokens": reasoning,
         "model": model,
     }
 

@@ -194,7 +194,6 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
         self._late_usage = 0
         self._registered: list[type[BaseEvent]] = []
         self._bus: CrewAIEventsBus | None = None
-        self._closed = False
         super().__init__()  # calls setup_listeners(crewai_event_bus)
         atexit.register(self._at_exit)
 
@@ -317,8 +316,6 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
             What the ledger's ``flush`` returned.
         """
         self._unregister()
-        with self._lock:
-            self._closed = True
         atexit.unregister(self._at_exit)
         return self.flush(timeout_s)
 
