@@ -14,7 +14,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
 import httpx
@@ -84,7 +84,6 @@ class Call(Generic[T]):
     params: dict[str, Any] | None = None
     json: Any = None
     expect_json: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _drop_none(params: Mapping[str, Any]) -> dict[str, Any]:

@@ -48,8 +48,6 @@ AGENT_NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
 class Default:
     """Sentinel type of :data:`DEFAULT`: "use the environment or the built-in default"."""
 
-    _instance: Default | None = None
-
     def __repr__(self) -> str:
         return "DEFAULT"
 
