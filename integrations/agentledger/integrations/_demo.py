@@ -113,6 +113,10 @@ class EmbeddedServer:
                 f"the embedded server cannot start: {error}. "
                 "Install it with pip install 'agentledger[server]', or pass --url."
             ) from error
+        except Exception as error:  # a broken installation: say what broke
+            raise DemoError(
+                f"the embedded server cannot start: {type(error).__name__}: {error}"
+            ) from error
         self._log = self.db.with_suffix(".server.log")
         command = [
             sys.executable,
