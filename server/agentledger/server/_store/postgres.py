@@ -59,6 +59,7 @@ from sqlalchemy.engine.url import URL, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from agentledger.server._ingest import PreparedEvent
+from agentledger.server._store._postgres_query import PostgresQueryHooks
 from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore
 from agentledger.server._store.base import AppendOutcome
 from agentledger.server._store.sqlite import run_migrations
@@ -119,7 +120,7 @@ def _sqlstate(error: BaseException) -> str | None:
     return state if isinstance(state, str) else None
 
 
-class PostgresStore(SQLStore):
+class PostgresStore(PostgresQueryHooks, SQLStore):
     """The PostgreSQL ledger store (see the module docstring for the design).
 
     Args:
