@@ -21,10 +21,12 @@ from sqlalchemy import (
     Connection,
     Engine,
     and_,
+    case,
     delete,
     exists,
     func,
     insert,
+    null,
     or_,
     select,
     update,
@@ -46,8 +48,6 @@ __all__ = [
 ]
 
 _CHUNK = 500
-#: Event types whose ``data`` the drift analysis reads (labels and token usage).
-_DRIFT_DATA_TYPES = ("tool_", "step_", "llm_end")
 
 
 class KeywordSearchUnavailable(RuntimeError):
@@ -507,30 +507,34 @@ class QueryStoreMixin(QueryStore):
     def drift_rows(
         self, agent: str, *, since: str | None = None, until: str | None = None
     ) -> list[EventRow]:
-        """See :meth:`QueryStore.drift_rows`; ``since``/``until`` bound event timestamps."""
+        """See :meth:`QueryStore.drift_rows`; ``since``/``until`` bound event timestamps.
+
+        Only tool, step and ``llm_end`` records are read (a ``CASE`` in the query), the rest
+        is labelled by its type alone."""
+        needs_data = or_(
+            events.c.event.startswith("tool_", autoescape=True),
+            events.c.event.startswith("step_", autoescape=True),
+            events.c.event == "llm_end",
+        )
         query = select(
             events.c.session_id,
             events.c.event_id,
             events.c.parent_id,
             events.c.event,
             events.c.timestamp,
-            events.c.record,
+            case((needs_data, events.c.record), else_=null()),
         ).where(events.c.agent == agent, events.c.session_id.is_not(None))
         if since is not None:
             query = query.where(events.c.timestamp >= since)
         if until is not None:
             query = query.where(events.c.timestamp <= until)
-        out: list[EventRow] = []
         loads = orjson.loads
         with self._reader() as conn:
-            result = conn.execution_options(yield_per=20_000).execute(query)
-            for part in result.partitions():
-                for sid, event_id, parent_id, event, ts, record in part:
-                    data = None
-                    if record is not None and event.startswith(_DRIFT_DATA_TYPES):
-                        data = loads(record).get("data")
-                    out.append(EventRow(sid, event_id, parent_id, event or "", ts, data))
-        return out
+            rows = conn.execute(query).all()
+        return [
+            EventRow(sid, eid, pid, event or "", ts, loads(rec).get("data") if rec else None)
+            for sid, eid, pid, event, ts, rec in rows
+        ]
 
     def session_rows(self, session_id: str, *, agent: str | None) -> list[tuple[str, EventRow]]:
         """See :meth:`QueryStore.session_rows`."""

@@ -35,6 +35,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import chain
 from typing import Any
 
 __all__ = [
@@ -71,23 +72,34 @@ class EventRow:
 
 @dataclass(slots=True)
 class SessionShape:
-    """What one session did, reduced for comparison."""
+    """What one session did, reduced for comparison (sequences in time order)."""
 
     session_id: str
     started_at: str
     ended_at: str
     event_count: int
-    labels: Counter[str] = field(default_factory=Counter)
-    transitions: Counter[str] = field(default_factory=Counter)
-    event_types: Counter[str] = field(default_factory=Counter)
+    label_seq: list[str] = field(default_factory=list)
+    transition_seq: list[str] = field(default_factory=list)
+    type_seq: list[str] = field(default_factory=list)
     errors: int = 0
     tokens: int | None = None
     depth: int = 0
+    duration_s: float = 0.0
 
     @property
-    def duration_s(self) -> float:
-        """Seconds from the first to the last event."""
-        return max(0.0, (_dt(self.ended_at) - _dt(self.started_at)).total_seconds())
+    def labels(self) -> Counter[str]:
+        """Label counts."""
+        return Counter(self.label_seq)
+
+    @property
+    def transitions(self) -> Counter[str]:
+        """Transition counts."""
+        return Counter(self.transition_seq)
+
+    @property
+    def event_types(self) -> Counter[str]:
+        """Event-type counts."""
+        return Counter(self.type_seq)
 
 
 def _dt(ts: str) -> datetime:
@@ -140,11 +152,15 @@ def session_shapes(rows: Iterable[EventRow]) -> list[SessionShape]:
             ended_at=items[-1].timestamp,
             event_count=len(items),
         )
+        if shape.ended_at != shape.started_at:
+            shape.duration_s = max(
+                0.0, (_dt(shape.ended_at) - _dt(shape.started_at)).total_seconds()
+            )
         depth_of: dict[str, int] = {}
         for r in items:
             label = labels[r.event_id]
-            shape.labels[label] += 1
-            shape.event_types[r.event] += 1
+            shape.label_seq.append(label)
+            shape.type_seq.append(r.event)
             if r.event.endswith("_error"):
                 shape.errors += 1
             tokens = _tokens(r.data)
@@ -152,7 +168,7 @@ def session_shapes(rows: Iterable[EventRow]) -> list[SessionShape]:
                 shape.tokens = (shape.tokens or 0) + tokens
             parent = r.parent_id
             if parent is not None and parent in labels:
-                shape.transitions[f"{labels[parent]} -> {label}"] += 1
+                shape.transition_seq.append(f"{labels[parent]} -> {label}")
         for r in items:
             # Depth by walking up (bounded by the session's size; memoized).
             chain = []
@@ -184,13 +200,9 @@ def _mean(values: Sequence[float]) -> float | None:
 
 def window_summary(shapes: Sequence[SessionShape]) -> dict[str, Any]:
     """The shape of a set of sessions: distributions and per-session averages."""
-    types: Counter[str] = Counter()
-    labels: Counter[str] = Counter()
-    transitions: Counter[str] = Counter()
-    for s in shapes:
-        types.update(s.event_types)
-        labels.update(s.labels)
-        transitions.update(s.transitions)
+    types = Counter(chain.from_iterable(s.type_seq for s in shapes))
+    labels = Counter(chain.from_iterable(s.label_seq for s in shapes))
+    transitions = Counter(chain.from_iterable(s.transition_seq for s in shapes))
     tokens = [s.tokens for s in shapes if s.tokens is not None]
     counts = [s.event_count for s in shapes]
     return {
@@ -250,10 +262,8 @@ def _chi_square(a: Counter[str], b: Counter[str]) -> dict[str, Any]:
 
 
 def _presence(shapes: Sequence[SessionShape], attr: str) -> Counter[str]:
-    seen: Counter[str] = Counter()
-    for s in shapes:
-        seen.update(getattr(s, attr).keys())
-    return seen
+    """How many sessions hold each label (``attr`` = ``label_seq``/``transition_seq``)."""
+    return Counter(chain.from_iterable(set(getattr(s, attr)) for s in shapes))
 
 
 def _step_changes(
@@ -263,7 +273,7 @@ def _step_changes(
 
     nb, nr = len(baseline), len(recent)
     candidates: list[tuple[str, str, int, int]] = []
-    for kind, attr in (("step", "labels"), ("transition", "transitions")):
+    for kind, attr in (("step", "label_seq"), ("transition", "transition_seq")):
         pb, pr = _presence(baseline, attr), _presence(recent, attr)
         for key in set(pb) | set(pr):
             rb, rr = pb[key] / nb, pr[key] / nr
@@ -382,16 +392,10 @@ def compare(
             },
         )
         return report
-    types_b: Counter[str] = Counter()
-    types_r: Counter[str] = Counter()
-    trans_b: Counter[str] = Counter()
-    trans_r: Counter[str] = Counter()
-    for s in baseline:
-        types_b.update(s.labels)
-        trans_b.update(s.transitions)
-    for s in recent:
-        types_r.update(s.labels)
-        trans_r.update(s.transitions)
+    types_b = Counter(chain.from_iterable(s.label_seq for s in baseline))
+    types_r = Counter(chain.from_iterable(s.label_seq for s in recent))
+    trans_b = Counter(chain.from_iterable(s.transition_seq for s in baseline))
+    trans_r = Counter(chain.from_iterable(s.transition_seq for s in recent))
     js_types = _js_distance(types_b, types_r)
     js_trans = _js_distance(trans_b, trans_r)
     chi_types = _chi_square(types_b, types_r)

@@ -124,14 +124,15 @@ def session_diff(agent: str, shape: SessionShape, others: Sequence[SessionShape]
     seen_types: set[str] = set()
     step_sessions: Counter[str] = Counter()
     for other in others:
-        seen_types.update(other.event_types)
-        step_sessions.update(other.labels.keys())
-    new_types = sorted(t for t in shape.event_types if t not in seen_types) if others else []
-    new_steps = sorted(s for s in shape.labels if s not in step_sessions) if others else []
+        seen_types.update(other.type_seq)
+        step_sessions.update(set(other.label_seq))
+    labels = shape.labels
+    new_types = sorted({t for t in shape.type_seq if t not in seen_types}) if others else []
+    new_steps = sorted(s for s in labels if s not in step_sessions) if others else []
     missing = sorted(
         s
         for s, n in step_sessions.items()
-        if others and n / len(others) >= _USUAL and s not in shape.labels
+        if others and n / len(others) >= _USUAL and s not in labels
     )
     summary = (
         f"Session with agent {agent!r}: {shape.event_count} events over "
@@ -160,7 +161,7 @@ def session_diff(agent: str, shape: SessionShape, others: Sequence[SessionShape]
         "new_event_types": new_types,
         "new_steps": new_steps,
         "missing_steps": missing,
-        "top_events": [[label, n] for label, n in shape.labels.most_common(5)],
+        "top_events": [[label, n] for label, n in labels.most_common(5)],
         "compared_to": {
             "sessions": usual["sessions"],
             "events_per_session": usual["events_per_session"],

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from sqlalchemy.exc import OperationalError
@@ -93,12 +94,24 @@ class DrainWorker:
                 self._stop.wait(self._idle_s)
 
 
-def index_step(store: QueryStore, batch_rows: int = 1000) -> Callable[[], int]:
-    """A step that adds up to ``batch_rows`` events to the full-text index, giving way to
-    running write transactions."""
+def index_step(
+    store: QueryStore, *, small_rows: int = 1000, large_rows: int = 10_000
+) -> Callable[[], int]:
+    """A step that adds events to the full-text index, giving way to running writes.
+
+    Slices are ``small_rows`` while writers were seen in the last second (short lock holds,
+    so ingest hardly waits) and ``large_rows`` otherwise (FTS5 is cheaper per row in big
+    batches, so a backlog drains fast when ingest pauses)."""
+    last_busy = [0.0]
 
     def step() -> int:
-        return store.index_catch_up(max_rows=batch_rows, background=True)
+        contended = time.monotonic() - last_busy[0] < 1.0
+        done = store.index_catch_up(
+            max_rows=small_rows if contended else large_rows, background=True
+        )
+        if done < 0:
+            last_busy[0] = time.monotonic()
+        return done
 
     return step
 
