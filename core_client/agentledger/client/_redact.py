@@ -171,14 +171,18 @@ def _string_redactor_for(patterns: frozenset[str]) -> _Sub | None:
     return apply
 
 
-def redact(value: Any, *, patterns: Collection[str] = ()) -> Any:
-    """Return a redacted copy of ``value``; the input is never modified.
+def redact(value: Any, *, patterns: Collection[str] = (), in_place: bool = False) -> Any:
+    """Return a redacted copy of ``value`` (or redact it in place).
 
     Args:
         value: any JSON-like value: mappings (keys compared via ``str(key)``), lists/tuples,
             strings, numbers, ``None``. Other objects are returned as they are.
         patterns: names from :data:`PATTERN_NAMES` to redact inside string values
             (default: none, only secret-named keys are redacted).
+        in_place: modify plain dicts and lists in place and return ``value`` itself (tuples
+            inside are replaced by redacted lists). For a caller that owns the value, such as
+            the server with a freshly parsed request body: no copy is made. Default: a copy,
+            the input is never modified.
 
     Returns:
         The same shape with secret values replaced by ``"[REDACTED]"`` and pattern matches by
@@ -189,11 +193,50 @@ def redact(value: Any, *, patterns: Collection[str] = ()) -> Any:
     """
     sub = _string_redactor(patterns)
     if type(value) is dict or type(value) is list:
+        if in_place:
+            _redact_in_place(value, sub)
+            return value
         try:
             return _copy_fast(value, sub, 0)
         except _TooDeep:
             pass
     return _copy_iterative(value, sub)
+
+
+def _redact_in_place(root: dict[Any, Any] | list[Any], sub: _Sub | None) -> None:
+    """Iterative in-place walk over plain dicts/lists (no recursion limit, no copies)."""
+    stack: list[Any] = [root]
+    pop = stack.pop
+    push = stack.append
+    while stack:
+        node = pop()
+        if type(node) is dict:
+            for key, item in node.items():
+                if is_secret_key(key if type(key) is str else str(key)):
+                    node[key] = REDACTED
+                    continue
+                kind = type(item)
+                if kind is dict or kind is list:
+                    push(item)
+                elif kind is str:
+                    if sub is not None:
+                        node[key] = sub(item)
+                elif kind in _SCALARS:
+                    continue
+                elif isinstance(item, Mapping | tuple):
+                    node[key] = _copy_iterative(item, sub)
+        else:
+            for index, item in enumerate(node):
+                kind = type(item)
+                if kind is dict or kind is list:
+                    push(item)
+                elif kind is str:
+                    if sub is not None:
+                        node[index] = sub(item)
+                elif kind in _SCALARS:
+                    continue
+                elif isinstance(item, Mapping | tuple):
+                    node[index] = _copy_iterative(item, sub)
 
 
 class _TooDeep(Exception):

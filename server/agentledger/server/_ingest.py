@@ -171,12 +171,13 @@ def prepare(
         except InputLimitError as error:
             loc = ("metadata", *error.path)
             raise ItemError(422, f"{_loc(loc)}: {error.message}", loc) from None
-    data = redact(data, patterns=patterns)
+    # in place: the request body was parsed for this request alone
+    data = redact(data, patterns=patterns, in_place=True)
     if metadata is not None:
-        metadata = redact(metadata, patterns=patterns)
-    event_id = str(item.event_id) if item.event_id is not None else None
-    parent_id = str(item.parent_id) if item.parent_id is not None else None
-    supersedes = str(item.supersedes) if item.supersedes is not None else None
+        metadata = redact(metadata, patterns=patterns, in_place=True)
+    event_id = item.event_id.lower() if item.event_id is not None else None
+    parent_id = item.parent_id.lower() if item.parent_id is not None else None
+    supersedes = item.supersedes.lower() if item.supersedes is not None else None
     client_ts = format_ts(item.timestamp) if item.timestamp is not None else None
     body = [
         item.agent,

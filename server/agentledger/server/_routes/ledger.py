@@ -147,12 +147,13 @@ def import_events(
                 raise ItemError(422, "event_id: required on import lines")
             item = validate_item(fields)
             principal.check_agent(item.agent)
-            new_id = str(item.event_id)
+            original = str(item.event_id).lower()
+            new_id = original
             if body.agent is not None and body.agent != original_agent:
-                new_id = str(uuid.uuid5(IMPORT_NAMESPACE, f"{body.agent}/{item.event_id}"))
-            id_map[str(item.event_id)] = new_id
-            parent = str(item.parent_id) if item.parent_id is not None else None
-            item = item.model_copy(update={"event_id": uuid.UUID(new_id), "parent_id": None})
+                new_id = str(uuid.uuid5(IMPORT_NAMESPACE, f"{body.agent}/{original}"))
+            id_map[original] = new_id
+            parent = item.parent_id.lower() if item.parent_id is not None else None
+            item = item.model_copy(update={"event_id": new_id, "parent_id": None})
             pending.append(
                 (
                     index,
