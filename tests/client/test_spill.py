@@ -83,6 +83,7 @@ async def test_a_live_clients_spill_is_not_taken_by_another(
     second = twin.make(server.url, server.api_key, agent_name, spill_dir=spill_dir)
     try:
         await twin.flush(second, 2)
+        await twin.flush(first, 2)  # a flush probes the server at once
         events = _wait_stored(server, agent_name, 10, 20)  # the first client resends them
         assert second.stats().unspilled == 0  # never touched the live client's segment
         assert first.stats().unspilled == 10

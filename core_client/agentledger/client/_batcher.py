@@ -250,6 +250,7 @@ class BatchSender:
             else:
                 self._waiters.append(waiter)
         self._next_orphan_scan = 0.0  # a flush also picks up spill left by other processes
+        self._next_probe = 0.0  # and tries a server marked down right away
         if self._thread is None and not self._thread_failed and not self._closed:
             self._start()
         self._wake.set()
