@@ -20,6 +20,12 @@ Ordering here, inside the cheap sync handlers, costs a dict lookup per event; Cr
 alternative, ``async def`` handlers run in order on its event-loop thread, costs a cross-thread
 hop per event that measured ~150 µs of CPU (``benchmarks/bench_crewai.py``).
 
+No handler thread ever waits for another (flat combining): :meth:`Sequencer.arrive` appends
+the event to an inbox and returns at once unless it can take the lock without blocking; the
+thread holding it processes every event in the inbox. Up to 10 pool threads calling the
+listener at once therefore never queue up on a lock (a convoy that cost more CPU than the
+mapping itself).
+
 Memory is bounded (style.md point 10): ``max_seen`` delivered ids are remembered (LRU) and at
 most ``max_held`` events wait; beyond it the oldest waiting group is delivered at once.
 """
@@ -28,7 +34,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -41,8 +47,9 @@ class Sequencer:
     """Deliver ``(source, event)`` pairs after the event they depend on (thread-safe).
 
     Args:
-        deliver: called as ``deliver(source, event)`` once per event, in order, with the
-            sequencer's lock held (so calls never overlap). It must not raise.
+        deliver: called as ``deliver(source, event)`` once per event, causes first, with the
+            sequencer's lock held (so calls never overlap), on whichever handler thread holds
+            the lock. It must not raise.
         max_seen: delivered event ids remembered (LRU).
         max_held: events waiting for their cause, at most.
         max_wait_s: longest wait (seconds) for a cause before delivering anyway.
@@ -60,7 +67,8 @@ class Sequencer:
         self._max_seen = max_seen
         self._max_held = max_held
         self._max_wait_s = max_wait_s
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
+        self._inbox: deque[tuple[Any, Any, float]] = deque()
         self._seen: OrderedDict[str, None] = OrderedDict()
         # cause event id -> events waiting for it, each with its arrival time
         self._waiting: OrderedDict[str, list[tuple[Any, Any, float]]] = OrderedDict()
@@ -75,32 +83,45 @@ class Sequencer:
             return self._held_now
 
     def arrive(self, source: Any, event: Any) -> None:
-        """Deliver ``event`` now if its cause was delivered (or it has none), else hold it.
+        """Deliver ``event`` once its cause was delivered (or at once if it has none).
 
         The cause is ``started_event_id`` (an end event's start), else ``parent_event_id``.
+        Returns without waiting when another thread is delivering: that thread takes this
+        event from the inbox too.
         """
-        now = time.monotonic()
-        cause = getattr(event, "started_event_id", None) or getattr(event, "parent_event_id", None)
-        with self._lock:
-            if cause is None or cause in self._seen:
-                self._deliver_chain(source, event)
-            else:
-                self._waiting.setdefault(cause, []).append((source, event, now))
-                self._held_now += 1
-                self.reordered += 1
-                if self._held_now > self._max_held:
-                    self._release_oldest()
-            self._release_stale(now)
+        self._inbox.append((source, event, time.monotonic()))
+        while self._inbox:  # re-check after releasing: an event may have come in meanwhile
+            if not self._lock.acquire(blocking=False):
+                return
+            try:
+                while self._inbox:
+                    self._take(*self._inbox.popleft())
+            finally:
+                self._lock.release()
 
     def release(self) -> int:
         """Deliver every held event (oldest wait first); returns how many."""
         with self._lock:
+            while self._inbox:
+                self._take(*self._inbox.popleft())
             released = 0
             while self._waiting:
                 released += self._release_oldest()
             return released
 
     # -- internals (lock held) -------------------------------------------------------------
+
+    def _take(self, source: Any, event: Any, arrived: float) -> None:
+        cause = getattr(event, "started_event_id", None) or getattr(event, "parent_event_id", None)
+        if cause is None or cause in self._seen:
+            self._deliver_chain(source, event)
+        else:
+            self._waiting.setdefault(cause, []).append((source, event, arrived))
+            self._held_now += 1
+            self.reordered += 1
+            if self._held_now > self._max_held:
+                self._release_oldest()
+        self._release_stale(time.monotonic())
 
     def _release_oldest(self) -> int:
         _, items = self._waiting.popitem(last=False)

@@ -105,3 +105,40 @@ def test_crews_in_parallel_threads_each_get_a_correct_tree(
         [crew_end] = s.of("step_end", kind="crew")
         assert crew_end["data"]["rollup"]["llm_calls"] == 3
     assert set(results) == set(cities)
+
+
+def test_listener_created_mid_run_logs_the_rest_as_roots(
+    ledger: Ledger, stored: ReadStored
+) -> None:
+    """Events whose enclosing starts happened before the listener existed never wait forever:
+    they are logged (as roots, the vocabulary's rule for an unknown enclosing run)."""
+    from crewai import Agent, Crew, Task
+    from crewai.tools import tool
+
+    from .fakes import ScriptedLLM, action, final
+
+    made: list[LedgerCrewListener] = []
+
+    @tool("attach_ledger")
+    def attach_ledger(reason: str) -> str:
+        """Start logging now."""
+        made.append(LedgerCrewListener(ledger, max_wait_s=0.05))
+        return "attached"
+
+    llm = ScriptedLLM(
+        model="scripted-1",
+        script=[action("attach_ledger", '{"reason": "late"}'), final("done")],
+    )
+    agent = Agent(role="Late", goal="g", backstory="b", llm=llm, tools=[attach_ledger])
+    crew = Crew(agents=[agent], tasks=[Task(description="d", expected_output="e", agent=agent)])
+    assert crew.kickoff().raw == "done"
+    [listener] = made
+    listener.close()
+    assert listener.internal_errors == 0
+    assert listener.orphaned_events > 0
+
+    s = stored()
+    # from the tool's end on: tool_result, the 2nd model call, and every step end
+    assert s.types()["llm_start"] == 1
+    assert {e["data"].get("kind") for e in s.of("step_end")} >= {"task", "agent", "crew"}
+    assert all(e["parent_id"] is None or e["parent_id"] in s.by_id for e in s.events)
