@@ -285,6 +285,7 @@ def main() -> None:
             )
             for body in session_batches("drift", sessions):
                 client.post("/v1/events/batch", json={"events": body}).raise_for_status()
+            wait_index(client)  # measure the baseline alone, not next to the indexer
             times = []
             verdict = ""
             for _ in range(3):
@@ -340,6 +341,8 @@ def main() -> None:
                 f"{on / off:.2f}x {'ok' if on / off >= 0.8 else 'MISS'} (>= 0.8x)",
             )
         )
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\nquery benchmark: {os.cpu_count()} CPUs, load average {load}")
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     header = ("measure", "ours", "target / reference", "ratio / verdict")
     widths = [max(w, len(h)) for w, h in zip(widths, header, strict=True)]
