@@ -29,21 +29,23 @@ async def test_case_h07_flush_is_bounded_against_unreachable_port(
     first.log("session_start", {"n": 0})
     started = time.monotonic()
     await twin.close(first, 1.0)
-    assert time.monotonic() - started < 1.5
+    took = time.monotonic() - started
+    assert took < 2.0, f"close(1.0) took {took:.2f} s (bound: timeout + local spill write)"
 
     for i in range(5):
         second.log("step_start", {"i": i})
     started = time.monotonic()
     result = await twin.flush(second, 2.0)
     elapsed = time.monotonic() - started
-    assert elapsed < 2.5
+    assert elapsed < 2.5, f"flush(2.0) took {elapsed:.2f} s"
     assert result.complete is False
     assert result.pending + result.spilled == 5
     assert result.sent == 0
 
     started = time.monotonic()
     closed = await twin.close(second, 1.0)
-    assert time.monotonic() - started < 1.5
+    took = time.monotonic() - started
+    assert took < 2.0, f"close(1.0) took {took:.2f} s (bound: timeout + local spill write)"
     stats = second.stats()
     assert stats.sent == 0 and stats.spilled == 5 and stats.queue_depth == 0
     assert closed.pending == 0
