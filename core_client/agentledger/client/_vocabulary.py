@@ -27,7 +27,13 @@ event                  data (required -> optional)                 parent
 ``assistant_response`` ``text`` -> ``interrupted``                 the producing step
 ``state_set``          ``key``, ``value``                          any
 ``state_delete``       ``key``                                     any
+``custom_event``       ``name``, ``data`` (a framework's own          the enclosing run
+                       custom event, e.g. LangChain's
+                       ``dispatch_custom_event``)
 =====================  ==========================================  =========================
+
+``custom_event`` is ours: the vocabulary doc has no row for user-defined events, and dropping
+them would lose what the agent's author chose to record.
 
 Token usage (``data.token_usage``): ``input_tokens`` *includes* ``cache_read_tokens`` and
 ``cache_write_tokens``; ``added_input_tokens = input_tokens - cache_read_tokens``. Unknown
@@ -55,6 +61,7 @@ INTERRUPTED: Final = "interrupted"
 ASSISTANT_RESPONSE: Final = "assistant_response"
 STATE_SET: Final = "state_set"
 STATE_DELETE: Final = "state_delete"
+CUSTOM_EVENT: Final = "custom_event"
 
 #: Every event type of the vocabulary, in table order.
 EVENT_TYPES: Final[tuple[str, ...]] = (
@@ -75,6 +82,7 @@ EVENT_TYPES: Final[tuple[str, ...]] = (
     ASSISTANT_RESPONSE,
     STATE_SET,
     STATE_DELETE,
+    CUSTOM_EVENT,
 )
 
 #: Events that close a start event and are always its children.
