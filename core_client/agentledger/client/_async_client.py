@@ -138,7 +138,7 @@ class AsyncLedger(BaseLedger):
         started = time.monotonic()
         future, before = self._sender.flush_request()
         complete = await self._wait(future, timeout)
-        result = self._sender.finish_close(before, started, complete)
+        result = self._sender.finish_close(before, started, complete, deadline=started + timeout)
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()

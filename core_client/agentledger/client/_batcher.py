@@ -294,12 +294,15 @@ class BatchSender:
             complete = True
         except TimeoutError:
             complete = False
-        return self.finish_close(before, started, complete)
+        return self.finish_close(before, started, complete, deadline=deadline)
 
-    def finish_close(self, before: _Counters, started: float, complete: bool) -> FlushResult:
+    def finish_close(
+        self, before: _Counters, started: float, complete: bool, *, deadline: float
+    ) -> FlushResult:
         """Stop the worker and spill (or count as dropped) what is still queued or in
-        flight. Never waits on the network; only local disk writes (bounded by one batch
-        fsync per ``max_batch_events``)."""
+        flight. Never waits on the network. The spill is fsynced only while time is left
+        before ``deadline`` (monotonic seconds); past it the lines are written unsynced (the
+        OS keeps them across the process exit; only a machine crash could lose them)."""
         if self._closed:
             return self.flush_result(before, started, complete)
         self._closed = True
@@ -308,7 +311,8 @@ class BatchSender:
         thread = self._thread
         if thread is not None:
             thread.join(0.05)
-        self._keep_leftovers()
+        sync = time.monotonic() < deadline
+        self._keep_leftovers(sync=sync)
         with self._lock:
             complete = complete or self._n.settled >= self._n.enqueued
         result = self.flush_result(before, started, complete)
@@ -317,7 +321,7 @@ class BatchSender:
             client.close()
         if self._spill is not None:
             with capture_internal_exceptions("client.close_spill"):
-                self._spill.close()
+                self._spill.close(sync=time.monotonic() < deadline)
         return result
 
     @property
@@ -325,7 +329,7 @@ class BatchSender:
         """Whether :meth:`close` / :meth:`finish_close` ran."""
         return self._closed
 
-    def _keep_leftovers(self) -> None:
+    def _keep_leftovers(self, *, sync: bool) -> None:
         """At close: spill (or drop) what is still queued or in flight."""
         with self._lock:
             left = list(self._queue)
@@ -337,7 +341,12 @@ class BatchSender:
             return
         if self._spill is not None:
             with capture_internal_exceptions("client.close_spill"):
-                if self._spill_items(left, sync=True):
+                if self._spill_items(left, sync=False):
+                    if sync:
+                        try:
+                            self._spill.sync()
+                        except OSError as error:
+                            logger.warning("agentledger: spill fsync failed at close: %s", error)
                     return
         with self._lock:
             self._n.dropped += len(left)

@@ -300,15 +300,15 @@ class SpillStore:
             self._measure()
             return self._bytes + self._buffer_bytes
 
-    def close(self) -> None:
-        """Sync and close the active segment and release every lock (segments stay on disk
-        for the next process)."""
+    def close(self, *, sync: bool = True) -> None:
+        """Write buffered lines, fsync (when ``sync``) and close the active segment, and
+        release every lock (segments stay on disk for the next process)."""
         with self._lock:
             if self._buffer:
-                self._write_locked(b"", fsync=True)
+                self._write_locked(b"", fsync=sync)
             active, self._active = self._active, None
             if active is not None:
-                if active.unsynced:
+                if active.unsynced and sync:
                     os.fsync(active.fd)
                 os.close(active.fd)
                 active.lock.release()
