@@ -59,7 +59,7 @@ from sqlalchemy.engine.url import URL, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from agentledger.server._ingest import PreparedEvent
-from agentledger.server._store._postgres_query import PostgresQueryHooks
+from agentledger.server._store._postgres_query import PostgresQueryHooks, search_vector
 from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore
 from agentledger.server._store.base import AppendOutcome
 from agentledger.server._store.sqlite import run_migrations
@@ -73,6 +73,8 @@ _RETRIES = 3
 _MIGRATION_LOCK = 0x616C_6D69_6772  # "almigr"
 #: Below this many rows an append inserts with ``executemany`` instead of ``COPY``.
 _COPY_MIN_ROWS = 8
+_EVENT_AT = INSERT_COLUMNS.index("event")
+_RECORD_AT = INSERT_COLUMNS.index("record")
 _RETRY_STATES = frozenset({"23505", "40P01", "40001"})
 
 
@@ -170,9 +172,10 @@ class PostgresStore(PostgresQueryHooks, SQLStore):
             },
         )
         super().__init__(engine, chain_key=chain_key)
-        columns = ", ".join(f'"{name}"' for name in INSERT_COLUMNS)
+        # the shared columns plus ``search`` (tsvector text computed here, migration 0003)
+        columns = ", ".join(f'"{name}"' for name in (*INSERT_COLUMNS, "search"))
         self._copy_sql = f"COPY events ({columns}) FROM STDIN"
-        marks = ", ".join("%s" for _ in INSERT_COLUMNS)
+        marks = ", ".join(["%s"] * len(INSERT_COLUMNS) + ["%s::tsvector"])
         self._insert_sql = f"INSERT INTO events ({columns}) VALUES ({marks})"
         try:
             self._migrate()
@@ -250,15 +253,17 @@ class PostgresStore(PostgresQueryHooks, SQLStore):
 
     def _insert_events(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
         """``COPY ... FROM STDIN`` on the driver connection (psycopg 3), the bulk path that
-        PostgreSQL parses fastest; a few rows go through one multi-row ``executemany``."""
+        PostgreSQL parses fastest; a few rows go through ``executemany``. Each row carries its
+        ``search`` vector (:func:`search_vector`)."""
         driver = conn.connection.driver_connection
         assert driver is not None
+        full = [(*row, search_vector(row[_EVENT_AT], row[_RECORD_AT])) for row in rows]
         with driver.cursor() as cursor:
-            if len(rows) < _COPY_MIN_ROWS:
-                cursor.executemany(self._insert_sql, rows)
+            if len(full) < _COPY_MIN_ROWS:
+                cursor.executemany(self._insert_sql, full)
                 return
             with cursor.copy(self._copy_sql) as copy:
-                for row in rows:
+                for row in full:
                     copy.write_row(row)
 
     # -- writes ------------------------------------------------------------------------------
