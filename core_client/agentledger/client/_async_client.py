@@ -228,14 +228,14 @@ class AsyncLedger(BaseLedger):
         return await self._request(self._call_impact(str(event_id), limit))
 
     async def replay(
-        self, session_id: str, *, agent: str | None = None, limit: int = 1000
+        self, session_id: str, *, agent: str | None = None, limit: int = 10_000
     ) -> list[Event]:
         """The events of a session, oldest first (``GET /v1/sessions/{sid}/events``).
 
         Args:
             session_id: the session.
-            agent: restrict to one agent (default: the client's agent).
-            limit: most events returned.
+            agent: restrict to one agent (default: every agent of the session).
+            limit: most events returned (server maximum 100,000).
         """
         return await self._request(self._call_replay(session_id, agent, limit))
 

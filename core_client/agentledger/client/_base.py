@@ -467,7 +467,7 @@ class BaseLedger:
         )
 
     def _call_replay(self, session_id: str, agent: str | None, limit: int) -> Call[list[Event]]:
-        params = _drop_none({"agent": agent or self.agent, "limit": limit})
+        params = _drop_none({"agent": agent, "limit": limit})
         return Call("GET", f"/v1/sessions/{session_id}/events", _replay_events, params)
 
     def _call_sessions(self, agent: str | None, limit: int) -> Call[list[Session]]:

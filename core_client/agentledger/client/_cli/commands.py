@@ -148,15 +148,17 @@ def why(
 
 def replay(
     session_id: Annotated[str, typer.Argument(help="The session to replay.")],
-    limit: Annotated[int, typer.Option(help="Most events.")] = 1000,
+    limit: Annotated[int, typer.Option(help="Most events.")] = 10_000,
     url: UrlOpt = None,
     api_key: KeyOpt = None,
-    agent: AgentOpt = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Only this agent's events (default: all).")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Print a session as a timeline, oldest first: time, event type, data."""
     with _ledger(url, api_key, agent) as ledger:
-        events = ledger.replay(session_id, limit=limit)
+        events = ledger.replay(session_id, agent=agent, limit=limit)
     if as_json:
         _dump(events)
         return
