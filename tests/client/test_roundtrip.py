@@ -314,3 +314,29 @@ async def test_non_object_data_is_wrapped_and_models_are_objects(
         {},
         {"value": "ok", "token_usage": {"input_tokens": None}},
     ]
+
+
+async def test_replay_of_a_session_across_agents(
+    twin: Twin, ledger_server: Any, agent_name: str, spill_dir: Path
+) -> None:
+    client = twin.make(ledger_server.url, ledger_server.api_key, agent_name, spill_dir=spill_dir)
+    session = f"multi-{agent_name}"
+    try:
+        ask = client.log("user_message", {"text": "hi"}, session_id=session)
+        client.log(
+            "assistant_response",
+            {"text": "hello"},
+            session_id=session,
+            parent_id=ask,
+            agent=f"{agent_name}-helper",
+        )
+        assert (await twin.flush(client, 10)).complete
+        own = await maybe(client.replay(session))
+        both = await maybe(client.replay(session, all_agents=True))
+    finally:
+        await twin.close(client, 5)
+    assert [e.event for e in own] == ["user_message"]
+    assert [(e.agent, e.event) for e in both] == [
+        (agent_name, "user_message"),
+        (f"{agent_name}-helper", "assistant_response"),
+    ]

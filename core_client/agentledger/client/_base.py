@@ -466,8 +466,10 @@ class BaseLedger:
             _drop_none({"limit": limit}),
         )
 
-    def _call_replay(self, session_id: str, agent: str | None, limit: int) -> Call[list[Event]]:
-        params = _drop_none({"agent": agent, "limit": limit})
+    def _call_replay(
+        self, session_id: str, agent: str | None, limit: int, all_agents: bool
+    ) -> Call[list[Event]]:
+        params = _drop_none({"agent": None if all_agents else agent or self.agent, "limit": limit})
         return Call("GET", f"/v1/sessions/{session_id}/events", _replay_events, params)
 
     def _call_sessions(self, agent: str | None, limit: int) -> Call[list[Session]]:

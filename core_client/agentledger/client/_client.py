@@ -228,16 +228,22 @@ class Ledger(BaseLedger):
         return self._request(self._call_impact(str(event_id), limit))
 
     def replay(
-        self, session_id: str, *, agent: str | None = None, limit: int = 10_000
+        self,
+        session_id: str,
+        *,
+        agent: str | None = None,
+        all_agents: bool = False,
+        limit: int = 10_000,
     ) -> list[Event]:
         """The events of a session, oldest first (``GET /v1/sessions/{sid}/events``).
 
         Args:
             session_id: the session.
-            agent: restrict to one agent (default: every agent of the session).
+            agent: the agent whose events to return (default: the client's agent).
+            all_agents: return every agent's events of the session instead.
             limit: most events returned (server maximum 100,000).
         """
-        return self._request(self._call_replay(session_id, agent, limit))
+        return self._request(self._call_replay(session_id, agent, limit, all_agents))
 
     def sessions(self, *, agent: str | None = None, limit: int = 50) -> list[Session]:
         """Session summaries of an agent (default: the client's), newest first."""

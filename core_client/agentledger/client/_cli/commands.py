@@ -158,7 +158,7 @@ def replay(
 ) -> None:
     """Print a session as a timeline, oldest first: time, event type, data."""
     with _ledger(url, api_key, agent) as ledger:
-        events = ledger.replay(session_id, agent=agent, limit=limit)
+        events = ledger.replay(session_id, agent=agent, all_agents=agent is None, limit=limit)
     if as_json:
         _dump(events)
         return
