@@ -1,4 +1,5 @@
-"""Ledger stores: the interface (:mod:`.base`) and the SQLite implementation (:mod:`.sqlite`)."""
+"""Ledger stores: the interface (:mod:`.base`), SQLite (:mod:`.sqlite`) and PostgreSQL
+(:mod:`.postgres`)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,10 @@ def open_store(db: str, *, chain_key: str | None = None) -> LedgerStore:
         chain_key: HMAC key for chain links, ``None`` for SHA-256.
 
     Raises:
-        ValueError: an unsupported URL scheme (PostgreSQL lands in its own issue).
+        ValueError: a bad path or URL, or the PostgreSQL extra is not installed.
+        agentledger.server._store.postgres.StoreStartupError: (a ``ValueError``) PostgreSQL
+            is unreachable, refuses the login, or the role lacks rights; the message says
+            what to fix.
     """
     if db.startswith(("postgresql://", "postgresql+", "postgres://")):
         try:

@@ -54,6 +54,10 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+try:  # the driver SQLAlchemy loads; imported here so a missing extra fails with its name
+    import psycopg  # noqa: F401
+except ImportError as error:  # pragma: no cover - the postgres extra is installed in tests
+    raise ImportError("psycopg 3 is missing: pip install 'agentledger[postgres]'") from error
 from sqlalchemy import ColumnElement, Connection, create_engine, func, text
 from sqlalchemy.engine.url import URL, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
