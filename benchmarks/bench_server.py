@@ -4,8 +4,8 @@ Measures, in one run on this machine:
 
 * ingest: events/s through the real HTTP path (batches of 500, one client connection) vs a raw
   ``sqlite3`` loop doing the same durable work in-process (canonical JSON with sorted keys,
-  SHA-256 checksum + chain link, ``executemany`` per 500 in WAL, ``synchronous=NORMAL``);
-  targets: ratio >= 0.3x and >= 20,000 events/s;
+  SHA-256 checksum + chain link, ``executemany`` per 500 in WAL, ``synchronous=NORMAL``, same
+  table and indexes), in interleaved rounds, medians; targets: ratio >= 0.3x and >= 20,000/s;
 * ``why()`` at depth 1,000 over HTTP (median of 20; target < 50 ms);
 * ``impact()`` of a 10,000-event subtree over HTTP (median of 5; target < 500 ms);
 * export of N events as streamed NDJSON with the server's peak RSS sampled during the stream
@@ -43,6 +43,7 @@ import uuid_utils
 
 KEY = "bench-key"
 BATCH = 500
+ROUNDS = 5
 
 
 def free_port() -> int:
@@ -121,72 +122,81 @@ def ingest_http(url: str, agent: str, n: int) -> float:
     return n / elapsed
 
 
-def ingest_raw(path: Path, n: int) -> float:
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA cache_size=-16384")  # as the server's connections
-    # the same table and indexes as the server's events table (unique ids, per-agent sequence,
-    # per-agent idempotency key, parent, agent/time and session/time look-ups)
-    conn.execute(
-        "CREATE TABLE events (id INTEGER PRIMARY KEY, event_id TEXT UNIQUE, agent TEXT,"
-        " sequence_no INTEGER, timestamp TEXT, received_at TEXT, event TEXT, parent_id TEXT,"
-        " session_id TEXT, idempotency_key TEXT, record BLOB, checksum TEXT, chain_hash TEXT,"
-        " UNIQUE(agent, sequence_no), UNIQUE(agent, idempotency_key))"
-    )
-    conn.execute("CREATE INDEX ix_parent ON events(parent_id)")
-    conn.execute("CREATE INDEX ix_agent_ts ON events(agent, timestamp, sequence_no)")
-    conn.execute("CREATE INDEX ix_session_ts ON events(session_id, timestamp)")
-    previous = ""
-    start = time.perf_counter()
-    parent = None
-    for first in range(0, n, BATCH):
-        rows = []
-        for i in range(first, min(n, first + BATCH)):
-            event_id = str(uuid_utils.uuid7())  # time-ordered ids, as the server generates
-            ts = time.strftime("%Y-%m-%dT%H:%M:%S.000000+00:00", time.gmtime())
-            record = {
-                "event_id": event_id,
-                "agent": "raw",
-                "sequence_no": i + 1,
-                "timestamp": ts,
-                "event": "tool_call",
-                "data": event_data(i),
-                "parent_id": parent if i % BATCH else None,
-                "session_id": f"s-{i // 50}",
-                "metadata": None,
-                "supersedes": None,
-            }
-            canon = orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
-            checksum = hashlib.sha256(canon).hexdigest()
-            previous = hashlib.sha256(previous.encode() + canon).hexdigest()
-            rows.append(
-                (
-                    event_id,
-                    "raw",
-                    i + 1,
-                    ts,
-                    ts,
-                    "tool_call",
-                    record["parent_id"],
-                    record["session_id"],
-                    canon,
-                    checksum,
-                    previous,
-                )
-            )
-            parent = event_id
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(
-            "INSERT INTO events (event_id, agent, sequence_no, timestamp, received_at, event,"
-            " parent_id, session_id, record, checksum, chain_hash)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            rows,
+class RawLoop:
+    """The raw limit: the same durable work as the server's write path, in-process.
+
+    Canonical JSON (orjson, sorted keys), SHA-256 checksum and chain link, ``executemany`` of
+    500 rows per ``BEGIN IMMEDIATE`` transaction in WAL with ``synchronous=NORMAL``, into the
+    same table and indexes as the server's ``events`` table.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA cache_size=-16384")  # as the server's connections
+        self.conn.execute(
+            "CREATE TABLE events (id INTEGER PRIMARY KEY, event_id TEXT UNIQUE, agent TEXT,"
+            " sequence_no INTEGER, timestamp TEXT, received_at TEXT, event TEXT, parent_id TEXT,"
+            " session_id TEXT, idempotency_key TEXT, record BLOB, checksum TEXT, chain_hash TEXT,"
+            " UNIQUE(agent, sequence_no), UNIQUE(agent, idempotency_key))"
         )
-        conn.execute("COMMIT")
-    elapsed = time.perf_counter() - start
-    conn.close()
-    return n / elapsed
+        self.conn.execute("CREATE INDEX ix_parent ON events(parent_id)")
+        self.conn.execute("CREATE INDEX ix_agent_ts ON events(agent, timestamp, sequence_no)")
+        self.conn.execute("CREATE INDEX ix_session_ts ON events(session_id, timestamp)")
+        self.seq = 0
+        self.previous = ""
+
+    def write(self, n: int) -> float:
+        """Write ``n`` more events; returns events/s."""
+        start = time.perf_counter()
+        parent = None
+        for first in range(0, n, BATCH):
+            rows = []
+            for i in range(first, min(n, first + BATCH)):
+                self.seq += 1
+                event_id = str(uuid_utils.uuid7())  # time-ordered ids, as the server generates
+                ts = time.strftime("%Y-%m-%dT%H:%M:%S.000000+00:00", time.gmtime())
+                record = {
+                    "event_id": event_id,
+                    "agent": "raw",
+                    "sequence_no": self.seq,
+                    "timestamp": ts,
+                    "event": "tool_call",
+                    "data": event_data(i),
+                    "parent_id": parent if i % BATCH else None,
+                    "session_id": f"s-{i // 50}",
+                    "metadata": None,
+                    "supersedes": None,
+                }
+                canon = orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
+                checksum = hashlib.sha256(canon).hexdigest()
+                self.previous = hashlib.sha256(self.previous.encode() + canon).hexdigest()
+                rows.append(
+                    (
+                        event_id,
+                        "raw",
+                        self.seq,
+                        ts,
+                        ts,
+                        "tool_call",
+                        record["parent_id"],
+                        record["session_id"],
+                        canon,
+                        checksum,
+                        self.previous,
+                    )
+                )
+                parent = event_id
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.conn.executemany(
+                "INSERT INTO events (event_id, agent, sequence_no, timestamp, received_at, event,"
+                " parent_id, session_id, record, checksum, chain_hash)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                rows,
+            )
+            self.conn.execute("COMMIT")
+        return n / (time.perf_counter() - start)
 
 
 def post_chain(client: httpx.Client, agent: str, parents: list[int | None]) -> list[str]:
@@ -239,17 +249,23 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
     n_export = args.export_events or (20_000 if args.quick else 1_000_000 if args.full else 200_000)
     rows: list[tuple[str, str, str, str, str]] = []
 
-    raw_rate = ingest_raw(tmp / "raw.db", n_ingest)
+    raw = RawLoop(tmp / "raw.db")
     with server(tmp / "ledger.db") as (url, proc):
-        ours_rate = ingest_http(url, "bench-ingest", n_ingest)
+        # interleaved rounds (raw, ours, raw, ours...) so both see the same machine load
+        raw_rates, our_rates = [], []
+        for _ in range(ROUNDS):
+            raw_rates.append(raw.write(n_ingest // ROUNDS))
+            our_rates.append(ingest_http(url, "bench-ingest", n_ingest // ROUNDS))
+        raw_rate, ours_rate = statistics.median(raw_rates), statistics.median(our_rates)
         ratio = ours_rate / raw_rate
         rows.append(
             (
-                f"ingest {n_ingest:,} events, batches of 500",
+                f"ingest {n_ingest:,} events, batches of 500 (median of {ROUNDS} rounds)",
                 f"{ours_rate:,.0f} ev/s",
                 f"raw sqlite3 {raw_rate:,.0f} ev/s",
                 f"{ratio:.2f}x",
-                "ok" if ratio >= 0.3 and ours_rate >= 20_000 else "MISS (>=0.3x, >=20k)",
+                f"ratio {'ok' if ratio >= 0.3 else 'MISS'} (>=0.3x); "
+                f"rate {'ok' if ours_rate >= 20_000 else 'MISS'} (>=20k/s)",
             )
         )
         headers = {"Authorization": f"Bearer {KEY}"}
