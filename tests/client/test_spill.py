@@ -263,3 +263,36 @@ def test_exit_hook_flushes_then_spills(
         ledger.flush(5)
         events = _wait_stored(server, agent_name, 100, 20)
     assert [e["data"]["i"] for e in events] == list(range(100))
+
+
+GC_SCRIPT = textwrap.dedent(
+    """
+    import gc, sys
+    from agentledger.client import Ledger
+
+    def run(url, key, agent):
+        ledger = Ledger(url, key, agent, spill_dir=None, flush_interval_s=30)
+        for i in range(50):
+            ledger.log("step_start", {"i": i})
+        # the client object is dropped without close()
+
+    run(*sys.argv[1:4])
+    gc.collect()
+    """
+)
+
+
+def test_a_dropped_client_still_flushes_at_exit(
+    ledger_server: Any, agent_name: str, tmp_path: Path
+) -> None:
+    script = tmp_path / "gc.py"
+    script.write_text(GC_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script), ledger_server.url, ledger_server.api_key, agent_name],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    events = stored_events(ledger_server.url, ledger_server.api_key, agent_name)
+    assert [e["data"]["i"] for e in events] == list(range(50))

@@ -135,6 +135,21 @@ def _replay_events(body: Any) -> list[Event]:
     return [Event.from_wire(e) for e in events or [] if isinstance(e, dict)]
 
 
+def _close_at_exit(sender: BatchSender, timeout_s: float) -> None:
+    """Interpreter exit: flush within ``timeout_s``, then spill (or count) the rest."""
+    with capture_internal_exceptions("client.atexit"):
+        if sender.closed:
+            return
+        result = sender.close(timeout_s)
+        if result.pending or result.dropped:
+            logger.warning(
+                "agentledger: at exit %d events pending, %d dropped, %d spilled",
+                result.pending,
+                result.dropped,
+                result.spilled,
+            )
+
+
 class BaseLedger:
     """Configuration, the sender and ``log()``; see :class:`agentledger.client.Ledger`."""
 
@@ -207,17 +222,23 @@ class BaseLedger:
             raise ConfigurationError(str(error)) from error
 
     def _register_process_hooks(self) -> None:
-        ref = weakref.ref(self)
+        # The exit hook holds the *sender* weakly (its worker thread keeps it alive while
+        # events are pending), so an unclosed client that was garbage-collected still flushes.
+        sender_ref = weakref.ref(self._sender)
+        ledger_ref = weakref.ref(self)
+        timeout_s = self.flush_timeout_s
 
         def at_exit() -> None:
-            ledger = ref()
-            if ledger is not None:
-                ledger._close_at_exit()
+            sender = sender_ref()
+            if sender is not None:
+                _close_at_exit(sender, timeout_s)
 
         def in_child() -> None:
-            ledger = ref()
+            sender = sender_ref()
+            if sender is not None:
+                sender.after_fork_in_child()
+            ledger = ledger_ref()
             if ledger is not None:
-                ledger._sender.after_fork_in_child()
                 ledger._after_fork_in_child()
 
         self._at_exit = at_exit
@@ -227,17 +248,6 @@ class BaseLedger:
 
     def _after_fork_in_child(self) -> None:
         """Twins drop their HTTP client here (its sockets belong to the parent)."""
-
-    def _close_at_exit(self) -> None:
-        with capture_internal_exceptions("client.atexit"):
-            result = self._sender.close(self.flush_timeout_s)
-            if result.pending or result.dropped:
-                logger.warning(
-                    "agentledger: at exit %d events pending, %d dropped, %d spilled",
-                    result.pending,
-                    result.dropped,
-                    result.spilled,
-                )
 
     def _unregister_exit(self) -> None:
         atexit.unregister(self._at_exit)
