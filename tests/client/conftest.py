@@ -22,10 +22,8 @@ import pytest
 
 from agentledger.client import AsyncLedger, Ledger
 
-pytestmark = pytest.mark.client
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test of this folder ``client`` (markers by folder, style.md point 13)."""
     for item in items:
         if "tests/client" in str(item.fspath):
             item.add_marker(pytest.mark.client)
