@@ -68,5 +68,7 @@ def register(app: typer.Typer) -> None:
         app: the root typer app (``agentledger.client._cli.app``).
     """
     app.command("demo")(demo)
-    # Regression-suite command ``cases`` (issue owner: regression cases) registers here:
-    # app.command("cases")(cases)
+    # Regression-suite command group ``cases`` (issue 8): export, run, schema.
+    from agentledger.integrations._cases._cli import cases_app
+
+    app.add_typer(cases_app, name="cases")

@@ -1,0 +1,275 @@
+"""Personal data out, synthetic stand-ins in: consistent within a case, same structure.
+
+What is replaced (issue 8, "export"):
+
+* secrets: values under secret-named keys (the shared rule,
+  :func:`agentledger.client._redact.redact`) and secret-looking strings (bearer tokens,
+  ``sk-``/``pk_`` API keys, AWS access key ids, GitHub and Slack tokens) become
+  ``"[REDACTED]"``; they are never written;
+* e-mail addresses -> ``user1@example.com``; phone numbers -> same grouping and country
+  prefix, other digits replaced; card numbers (Luhn-valid, ISO/IEC 7812) -> a Luhn-valid
+  number of the same length and grouping starting ``4000``; IBANs (ISO 13616 mod-97) -> same
+  country and length with valid check digits. Detection reuses the checks of
+  :mod:`agentledger.client._redact` (Luhn, mod-97, digit counts);
+* names: values under name-like keys (``name``, ``customer``, ``full_name``...) and names
+  introduced by a phrase (``my name is``, ``Dear``, ``Mr``...) are collected first, then every
+  occurrence of the full name and of each of its words is replaced in every string;
+* order-like ids (``A1234``, ``ORD-99812``) only when asked (``order_ids=True``).
+
+The same original always gets the same stand-in within one :class:`Pseudonymizer`, so a stub
+keyed by ``order_id`` still matches the argument the agent reads from the (replaced) input.
+Strings holding JSON (tool results often do) are parsed, walked and re-serialised.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Callable
+from typing import Any
+
+from agentledger.client._redact import REDACTED, _iban_ok, _luhn_ok, is_secret_key
+
+__all__ = ["Pseudonymizer"]
+
+_STAND_IN_NAMES = (
+    ("Alex", "Morgan"),
+    ("Sam", "Taylor"),
+    ("Jordan", "Lee"),
+    ("Casey", "Brooks"),
+    ("Robin", "Hayes"),
+    ("Jamie", "Quinn"),
+    ("Avery", "Stone"),
+    ("Riley", "Parker"),
+)
+
+_NAME_KEYS = frozenset(
+    {
+        "name",
+        "full_name",
+        "fullname",
+        "first_name",
+        "firstname",
+        "last_name",
+        "lastname",
+        "surname",
+        "given_name",
+        "family_name",
+        "customer",
+        "customer_name",
+        "contact",
+        "contact_name",
+        "holder",
+        "cardholder",
+        "card_holder",
+        "account_holder",
+        "recipient",
+        "recipient_name",
+        "user_name",
+        "display_name",
+    }
+)
+
+_CAPWORD = r"[A-Z][a-z]+(?:[-'][A-Z][a-z]+)?"
+_PERSON = rf"{_CAPWORD}(?: {_CAPWORD}){{0,2}}"
+_INTRO_NAME = re.compile(
+    rf"\b(?:[Mm]y name is|[Nn]ame:|I am|I'm|[Tt]his is|Dear|Mr\.?|Mrs\.?|Ms\.?|Dr\.?)\s+({_PERSON})"
+)
+_NOT_NAMES = frozenset({"The", "A", "An", "I", "Sorry", "Happy", "Here", "Not", "So", "Just"})
+
+_SECRET_STRINGS = re.compile(
+    r"\bBearer\s+[A-Za-z0-9._~+/=-]{8,}"
+    r"|\b(?:sk|pk|rk)[-_](?:live[-_]|test[-_]|proj[-_])?[A-Za-z0-9]{16,}"
+    r"|\bAKIA[0-9A-Z]{16}\b"
+    r"|\bgh[pousr]_[A-Za-z0-9]{30,}"
+    r"|\bxox[abpr]-[A-Za-z0-9-]{10,}"
+)
+# Same shapes as agentledger.client._redact (cards and IBANs before phones); the phone shape
+# also takes a long last group ("+49 170 1234567"), still 9..15 digits in all.
+_CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?!\d)")
+_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
+_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+_PHONE = re.compile(
+    r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,8}){1,4}(?![\w-])"
+)
+_ORDER_ID = re.compile(r"\b(?:[A-Z]{1,4}-?\d{4,12}|[A-Z]{2,4}_[A-Za-z0-9]{4,})\b")
+
+
+def _digits(text: str) -> str:
+    return re.sub(r"\D", "", text)
+
+
+class Pseudonymizer:
+    """Replaces personal data in JSON-like values with consistent synthetic stand-ins.
+
+    Args:
+        order_ids: also replace order-like ids (letters + 4..12 digits, ``ORD-123456``).
+        seed: seed of the stand-in digits (the same seed and input give the same output).
+
+    Use :meth:`learn` on every value of a case first (it collects names), then
+    :meth:`apply` on each value.
+    """
+
+    def __init__(self, *, order_ids: bool = False, seed: int = 0) -> None:
+        self._order_ids = order_ids
+        self._seed = seed
+        self._maps: dict[str, dict[str, str]] = {}
+        self._names: dict[str, str] = {}
+        self._people = 0
+
+    # -- names ------------------------------------------------------------------------------
+
+    def _add_name(self, name: str) -> None:
+        words = name.split()
+        if not words or words[0] in _NOT_NAMES or name in self._names:
+            return
+        index = self._people
+        self._people += 1
+        first, last = _STAND_IN_NAMES[index % len(_STAND_IN_NAMES)]
+        suffix = "" if index < len(_STAND_IN_NAMES) else str(index // len(_STAND_IN_NAMES) + 1)
+        stand = [first + suffix, last][: len(words)] + ["Lane"] * (len(words) - 2)
+        self._names[name] = " ".join(stand)
+        for word, replacement in zip(words, stand, strict=False):
+            if len(word) >= 3 and word not in self._names:
+                self._names[word] = replacement
+
+    def learn(self, value: Any) -> None:
+        """Collect names from ``value`` (name-like keys, introducing phrases)."""
+        self._walk(value, None, self._learn_string)
+
+    def _learn_string(self, text: str, key: str | None) -> str:
+        if key is not None and key.lower() in _NAME_KEYS:
+            candidate = text.strip()
+            if re.fullmatch(_PERSON, candidate):
+                self._add_name(candidate)
+        for match in _INTRO_NAME.finditer(text):
+            self._add_name(match.group(1))
+        return text
+
+    # -- replacement ------------------------------------------------------------------------
+
+    def apply(self, value: Any) -> Any:
+        """A copy of ``value`` with secrets redacted and personal data replaced."""
+        return self._walk(value, None, self._replace_string)
+
+    def _stand_in(self, kind: str, original: str, make: Callable[[random.Random], str]) -> str:
+        table = self._maps.setdefault(kind, {})
+        found = table.get(original)
+        if found is None:
+            rng = random.Random(f"{self._seed}:{kind}:{len(table)}")
+            found = make(rng)
+            table[original] = found
+        return found
+
+    def _card(self, match: re.Match[str]) -> str:
+        text = match.group(0)
+        digits = _digits(text)
+        if not (13 <= len(digits) <= 19 and _luhn_ok(digits)):
+            return text
+
+        def make(rng: random.Random) -> str:
+            body = "4000" + "".join(str(rng.randrange(10)) for _ in range(len(digits) - 5))
+            check = next(str(d) for d in range(10) if _luhn_ok(body + str(d)))
+            return _regroup(text, body + check)
+
+        return self._stand_in("card", digits, make)
+
+    def _iban(self, match: re.Match[str]) -> str:
+        text = match.group(0)
+        if not _iban_ok(text):
+            return text
+        compact = text.replace(" ", "").upper()
+
+        def make(rng: random.Random) -> str:
+            bban = "".join(
+                str(rng.randrange(10)) if ch.isdigit() else chr(65 + rng.randrange(26))
+                for ch in compact[4:]
+            )
+            number = int("".join(str(int(ch, 36)) for ch in bban + compact[:2] + "00"))
+            new = f"{compact[:2]}{98 - number % 97:02d}{bban}"
+            return _regroup(text, new)
+
+        return self._stand_in("iban", compact, make)
+
+    def _email(self, match: re.Match[str]) -> str:
+        original = match.group(0).lower()
+        return self._stand_in(
+            "email", original, lambda _: f"user{self._count('email')}@example.com"
+        )
+
+    def _count(self, kind: str) -> int:
+        return len(self._maps.get(kind, {})) + 1
+
+    def _phone(self, match: re.Match[str]) -> str:
+        text = match.group(0)
+        if not 9 <= len(_digits(text)) <= 15:
+            return text
+        prefix = re.match(r"\+\d{1,3}", text)
+        keep = prefix.end() if prefix else 0
+
+        def make(rng: random.Random) -> str:
+            tail = "".join(str(rng.randrange(10)) if ch.isdigit() else ch for ch in text[keep:])
+            return text[:keep] + tail
+
+        return self._stand_in("phone", _digits(text), make)
+
+    def _order_id(self, match: re.Match[str]) -> str:
+        text = match.group(0)
+
+        def make(rng: random.Random) -> str:
+            letters = re.match(r"[A-Z]+[-_]?", text)
+            head = letters.group(0) if letters else ""
+            return head + "".join(
+                str(rng.randrange(10)) if ch.isdigit() else ch for ch in text[len(head) :]
+            )
+
+        return self._stand_in("order_id", text, make)
+
+    def _replace_string(self, text: str, key: str | None) -> str:
+        text = _SECRET_STRINGS.sub(REDACTED, text)
+        text = _CARD.sub(self._card, text)
+        text = _IBAN.sub(self._iban, text)
+        text = _EMAIL.sub(self._email, text)
+        text = _PHONE.sub(self._phone, text)
+        if self._order_ids:
+            text = _ORDER_ID.sub(self._order_id, text)
+        if self._names:
+            # Longest first, whole words only: "Dana Reyes" before "Dana".
+            for name in sorted(self._names, key=len, reverse=True):
+                if name in text:
+                    text = re.sub(rf"\b{re.escape(name)}\b", self._names[name], text)
+        return text
+
+    # -- walk -------------------------------------------------------------------------------
+
+    def _walk(
+        self, value: Any, key: str | None, on_string: Callable[[str, str | None], str]
+    ) -> Any:
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            for k, item in value.items():
+                name = str(k)
+                out[k] = REDACTED if is_secret_key(name) else self._walk(item, name, on_string)
+            return out
+        if isinstance(value, list | tuple):
+            return [self._walk(item, key, on_string) for item in value]
+        if isinstance(value, str):
+            stripped = value.strip()
+            if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
+                try:
+                    parsed = json.loads(stripped)
+                except ValueError:
+                    return on_string(value, key)
+                return json.dumps(self._walk(parsed, key, on_string), ensure_ascii=False)
+            return on_string(value, key)
+        return value
+
+
+def _regroup(template: str, digits: str) -> str:
+    """``digits`` laid out in the grouping of ``template`` (spaces/dashes kept)."""
+    out: list[str] = []
+    it = iter(digits)
+    for ch in template:
+        out.append(next(it) if ch.isalnum() else ch)
+    return "".join(out)
