@@ -22,6 +22,7 @@ import pytest
 
 from agentledger.client import AsyncLedger, Ledger
 
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test of this folder ``client`` (markers by folder, style.md point 13)."""
     for item in items:
