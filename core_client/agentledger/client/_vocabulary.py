@@ -102,7 +102,14 @@ STEP_KINDS: Final[tuple[str, ...]] = (
     "agent",
     "crew",
     "flow",
+    "flow_method",
     "memory",
+    "knowledge",
+    "mcp",
+    "a2a",
+    "guardrail",
+    "reasoning",
+    "evaluation",
 )
 
 #: Keys of ``data.token_usage``.
