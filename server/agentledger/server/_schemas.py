@@ -90,7 +90,7 @@ class BatchIn(BaseModel):
             min_length=1,
             max_length=500,
             description="items shaped like BatchItemIn; a bad item fails alone",
-            json_schema_extra={"items": {"$ref": "#/components/schemas/BatchItemIn"}},
+            json_schema_extra={"items": BatchItemIn.model_json_schema()},
         ),
     ]
 
