@@ -1,0 +1,89 @@
+"""Fixtures: the refund example's live stand-in service, a production session logged to a
+real server, and its exported case.
+
+The example modules (``examples/regression_suite``) are imported by name, as the CLI does
+with ``--agent refund_agent:build_agent`` from that directory.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from agentledger.client._cli import app
+
+pytestmark = pytest.mark.langchain
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "regression_suite"
+if str(EXAMPLE) not in sys.path:
+    sys.path.insert(0, str(EXAMPLE))
+
+import payments_service  # noqa: E402
+import production  # noqa: E402
+
+
+def cli(*args: str) -> Any:
+    """Run the real ``agentledger`` typer app in-process."""
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture
+def payments() -> Iterator[str]:
+    """The live stand-in payments service; yields its URL."""
+    with payments_service.serve() as url:
+        yield url
+
+
+@dataclass
+class Production:
+    """A production session on a real server and how to reach it."""
+
+    url: str
+    api_key: str
+    agent: str
+    session: str
+
+    def args(self) -> list[str]:
+        return ["--url", self.url, "--api-key", self.api_key, "--agent", self.agent]
+
+
+@pytest.fixture
+def production_session(ledger_server: Any, payments: str, agent_name: str) -> Production:
+    """The refund agent with its real tools (hitting the live service), logged."""
+    session = production.run_production_session(
+        ledger_server.url, ledger_server.api_key, agent_name, payments
+    )
+    return Production(ledger_server.url, ledger_server.api_key, agent_name, session)
+
+
+@pytest.fixture
+def exported_case(production_session: Production, tmp_path: Path) -> Path:
+    """The production session exported with ``agentledger cases export``; an outcome
+    validator is added as a reviewer would."""
+    out = tmp_path / "cases"
+    result = cli(
+        "cases",
+        "export",
+        *production_session.args(),
+        "--session",
+        production_session.session,
+        "--out",
+        out,
+    )
+    assert result.exit_code == 0, result.output
+    (path,) = out.glob("*.json")
+    document = json.loads(path.read_text())
+    document["expect"]["outcome"] = [
+        {"contains": "refunded the duplicate charge"},
+        {"not_contains": "4242"},
+        {"regex": r"refund re_\d{4}"},
+    ]
+    path.write_text(json.dumps(document, indent=2))
+    return path
