@@ -114,8 +114,12 @@ def test_agent_page_reports_a_broken_chain(server_factory: Any, agent_name: str)
             (seeded.ids["verify_error"],),
         )
     server.start()
+    report = httpx.get(
+        f"{server.url}/v1/events/chain", params={"agent": agent_name}, headers=server.headers()
+    ).json()
+    assert report["intact"] is False, report  # the edit itself took effect
     page = get(server, f"/ui/agents/{agent_name}").text
-    assert "✘ broken" in page
+    assert "✘ broken" in page, page[-3000:]
     problems = page.split('id="chain-problems"', 1)[1].split("</table>", 1)[0]
     assert "content_changed" in problems
     assert seeded.ids["verify_error"] in problems
@@ -264,21 +268,26 @@ def test_static_assets_and_root_redirect(ledger_server: Any) -> None:
     assert root.status_code == 307 and root.headers["location"] == "/ui/"
 
 
-def wait_for_search_index(server: Any, timeout_s: float = 20.0) -> None:
-    """The keyword index is filled after the write; wait until nothing is pending."""
+def wait_until_searchable(server: Any, agent: str, event_id: str, timeout_s: float = 20.0) -> None:
+    """The keyword index is filled after the write: wait until the API itself finds the
+    event, so the test then checks what the page makes of the API's answer."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        status = httpx.get(f"{server.url}/v1/search/status", headers=server.headers())
-        if status.status_code != 200 or not status.json()["keyword_index"]["pending"]:
+        found = httpx.post(
+            f"{server.url}/v1/search",
+            json={"query": "refund", "agent": agent, "mode": "keyword", "limit": 50},
+            headers=server.headers(),
+        )
+        if event_id in {hit["event_id"] for hit in found.json()["results"]}:
             return
         time.sleep(0.1)
-    raise AssertionError("the keyword index did not catch up")
+    raise AssertionError(f"the API's keyword search did not find {event_id}")
 
 
 def test_search_box_searches_or_says_why_not(ledger_server: Any, seeded: Seeded) -> None:
     paths = httpx.get(f"{ledger_server.url}/openapi.json").json()["paths"]
     if "/v1/search" in paths:
-        wait_for_search_index(ledger_server)
+        wait_until_searchable(ledger_server, seeded.agent, seeded.ids["answer"])
     page = get(ledger_server, "/ui/", params={"agent": seeded.agent, "q": "refund"}).text
     if "/v1/search" in paths:
         results = page.split('id="search-results"', 1)[1].split("</section>", 1)[0]
