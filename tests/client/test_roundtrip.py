@@ -340,3 +340,33 @@ async def test_replay_of_a_session_across_agents(
         (agent_name, "user_message"),
         (f"{agent_name}-helper", "assistant_response"),
     ]
+
+
+async def test_log_takes_a_caller_event_id(
+    twin: Twin, ledger_server: Any, agent_name: str, spill_dir: Path
+) -> None:
+    """Integrations derive ids from their framework's ids (CrewAI: UUIDv5 of its event id)."""
+    client = twin.make(ledger_server.url, ledger_server.api_key, agent_name, spill_dir=spill_dir)
+    chosen = uuid.uuid5(uuid.NAMESPACE_URL, f"crewai:{agent_name}")
+    try:
+        # the child names a parent id that is logged after it: order must not matter
+        child = client.log(vocabulary.STEP_END, {"name": "t"}, parent_id=str(chosen))
+        at = dt.datetime.now(dt.UTC)
+        parent = client.log(vocabulary.STEP_START, {"name": "t"}, event_id=chosen, timestamp=at)
+        # the same event again (same body): stored once, answered as a duplicate
+        again = client.log(
+            vocabulary.STEP_START, {"name": "t"}, event_id=str(chosen).upper(), timestamp=at
+        )
+        bad = client.log(vocabulary.STEP_START, {"name": "t"}, event_id="not-a-uuid")
+        assert parent.event_id == again.event_id == str(chosen)
+        assert uuid.UUID(bad.event_id).version == 7
+        flushed = await twin.flush(client, 10)
+        assert flushed.complete
+        stats = client.stats()
+        assert stats.failed == 1 and stats.duplicates == 1
+        why = await maybe(client.why(child.event_id, depth=10))
+        assert [e.event_id for e in why.chain] == [str(chosen), child.event_id]
+        events = stored_events(ledger_server.url, ledger_server.api_key, agent_name)
+        assert sorted(e["event_id"] for e in events) == sorted([str(chosen), child.event_id])
+    finally:
+        await twin.close(client, 5)

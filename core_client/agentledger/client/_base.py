@@ -268,6 +268,7 @@ class BaseLedger:
         importance: float | None = None,
         timestamp: dt.datetime | str | float | None = None,
         agent: str | None = None,
+        event_id: str | uuid.UUID | None = None,
     ) -> EventRef:
         """Queue one event and return its id at once (no network I/O in this thread).
 
@@ -288,14 +289,27 @@ class BaseLedger:
             importance: 0..1.
             timestamp: event time (datetime, ISO string or epoch seconds); default now.
             agent: agent name for this event (default: the client's ``agent``).
+            event_id: a UUID chosen by the caller instead of a fresh UUIDv7, for integrations
+                that derive ids from their framework's own ids (e.g. UUIDv5 of a CrewAI event
+                id, so parent links hold whatever order events arrive in). A repeated id with
+                the same body is stored once (the server answers ``duplicate``).
 
         Returns:
-            :class:`EventRef` with the client-made UUIDv7 ``event_id``.
+            :class:`EventRef` with the ``event_id`` (client-made UUIDv7 unless given).
 
         Never raises: a bad argument or an internal failure is logged to the
         ``agentledger`` logger and counted in :meth:`stats` (``failed``/``dropped``).
         """
-        event_id = str(uuid_utils.uuid7())
+        if event_id is None:
+            event_id = str(uuid_utils.uuid7())
+        else:
+            try:
+                event_id = str(uuid.UUID(str(event_id)))
+            except ValueError:
+                bad = str(event_id)
+                event_id = str(uuid_utils.uuid7())
+                self._sender.reject(f"event_id {bad!r} is not a UUID", event_id)
+                return EventRef(event_id, agent or self.agent or "", session_id, time.time_ns())
         time_ns = time.time_ns() if timestamp is None else 0
         name = agent or self.agent
         try:
