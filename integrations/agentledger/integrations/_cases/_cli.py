@@ -27,7 +27,7 @@ cases_app = typer.Typer(
 
 
 def _fail(console: Console, message: str, code: int) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {escape(message)}")
+    console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     return typer.Exit(code)
 
 
