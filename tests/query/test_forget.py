@@ -37,13 +37,18 @@ async def test_forget_matches_at_any_depth_lists_and_numbers(
         {"agent": agent_name, "event": "user_message", "data": {"user_id": 7.0, "text": "float"}},
     ]
     written = [r["event_id"] for r in await batch(query_client, items)]
-    by_string = await forget(query_client, {"filter_key": "user_id", "filter_value": "u-7"})
+    scope = {"agent": agent_name}  # the store may be shared (PostgreSQL)
+    by_string = await forget(
+        query_client, {"filter_key": "user_id", "filter_value": "u-7", **scope}
+    )
     assert by_string.status_code == 200, by_string.text
     body = by_string.json()
     assert body["deleted_events"] == 2 and body["dry_run"] is False
     assert set(body["event_ids"]) == {written[0], written[2]}
-    assert body["filter"] == {"filter_key": "user_id", "filter_value": "u-7", "agent": None}
-    by_number = (await forget(query_client, {"filter_key": "user_id", "filter_value": "7"})).json()
+    assert body["filter"] == {"filter_key": "user_id", "filter_value": "u-7", "agent": agent_name}
+    by_number = (
+        await forget(query_client, {"filter_key": "user_id", "filter_value": "7", **scope})
+    ).json()
     assert set(by_number["event_ids"]) == {written[1], written[5]}  # 7 and 7.0 as "7"
     for event_id in (written[0], written[1], written[2], written[5]):
         erased = (await query_client.get(f"/v1/events/{event_id}")).json()
@@ -147,14 +152,20 @@ async def test_failure_inside_the_transaction_erases_nothing(
             "CREATE TRIGGER fail_forget BEFORE UPDATE OF record ON events "
             "BEGIN SELECT RAISE(ABORT, 'injected fault'); END"
         )
-    response = await forget(query_client, {"filter_key": "uid", "filter_value": "atomic"})
+    response = await forget(
+        query_client, {"filter_key": "uid", "filter_value": "atomic", "agent": agent_name}
+    )
     assert response.status_code == 500
     event = (await query_client.get(f"/v1/events/{written['event_id']}")).json()
     assert event["data"]["uid"] == "atomic"
     assert ids(await search(query_client, "zeta", agent=agent_name)) == [written["event_id"]]
     with sqlite3.connect(query_db) as db:
         db.execute("DROP TRIGGER fail_forget")
-    again = (await forget(query_client, {"filter_key": "uid", "filter_value": "atomic"})).json()
+    again = (
+        await forget(
+            query_client, {"filter_key": "uid", "filter_value": "atomic", "agent": agent_name}
+        )
+    ).json()
     assert again["deleted_events"] == 1
     assert ids(await search(query_client, "zeta", agent=agent_name)) == []
 
@@ -239,7 +250,11 @@ async def test_forget_deletes_embeddings_too(
             await wait_embedded(client)
             semantic = await search(client, "apples", agent=agent_name, mode="semantic")
             assert set(ids(semantic)) == {gone["event_id"], kept["event_id"]}
-            answer = (await forget(client, {"filter_key": "uid", "filter_value": "e1"})).json()
+            answer = (
+                await forget(
+                    client, {"filter_key": "uid", "filter_value": "e1", "agent": agent_name}
+                )
+            ).json()
             assert answer["embeddings_deleted"] == 1
             semantic = await search(client, "apples", agent=agent_name, mode="semantic")
             assert ids(semantic) == [kept["event_id"]]

@@ -87,7 +87,7 @@ async def test_context_recent_then_relevant_dedup_superseded_budget(
         "state_set",
         {"key": "address", "value": "12 Old Street"},
         timestamp="2025-01-01T00:00:00Z",
-        session_id="past",
+        session_id=f"{a}-past",
     )
     await log(
         query_client,
@@ -95,7 +95,7 @@ async def test_context_recent_then_relevant_dedup_superseded_budget(
         "state_set",
         {"key": "address", "value": "99 New Avenue"},
         timestamp="2025-01-02T00:00:00Z",
-        session_id="past",
+        session_id=f"{a}-past",
         supersedes=old["event_id"],
     )
     billing = await log(
@@ -104,7 +104,7 @@ async def test_context_recent_then_relevant_dedup_superseded_budget(
         "tool_result",
         {"tool": "billing", "result": "invoice 42 overdue"},
         timestamp="2025-01-03T00:00:00Z",
-        session_id="past",
+        session_id=f"{a}-past",
     )
     current = await log(
         query_client,
@@ -112,7 +112,7 @@ async def test_context_recent_then_relevant_dedup_superseded_budget(
         "user_message",
         {"text": "current session invoice question"},
         timestamp="2025-01-04T00:00:00Z",
-        session_id="now",
+        session_id=f"{a}-now",
     )
     response = await query_client.post(
         "/v1/memory/context",
@@ -120,7 +120,7 @@ async def test_context_recent_then_relevant_dedup_superseded_budget(
             "agent": a,
             "task": "customer asks about invoice",
             "max_tokens": 500,
-            "session_id": "now",
+            "session_id": f"{a}-now",
         },
     )
     assert response.status_code == 200, response.text
@@ -169,7 +169,7 @@ async def test_memory_diff_against_usual_sessions(
     a = agent_name
     items: list[dict[str, Any]] = []
     for i in range(6):
-        sid = f"usual-{i}"
+        sid = f"{a}-usual-{i}"
         items += [
             {
                 "agent": a,
@@ -192,14 +192,14 @@ async def test_memory_diff_against_usual_sessions(
         {
             "agent": a,
             "event": "user_message",
-            "session_id": "odd",
+            "session_id": f"{a}-odd",
             "data": {"text": "hi"},
             "timestamp": "2025-01-09T00:00:00Z",
         },
         {
             "agent": a,
             "event": "tool_call",
-            "session_id": "odd",
+            "session_id": f"{a}-odd",
             "data": {"tool": "issue_refund", "args": {}},
             "parent_index": odd,
             "timestamp": "2025-01-09T00:00:02Z",
@@ -207,14 +207,14 @@ async def test_memory_diff_against_usual_sessions(
         {
             "agent": a,
             "event": "tool_error",
-            "session_id": "odd",
+            "session_id": f"{a}-odd",
             "data": {"tool": "issue_refund", "error": "declined", "type": "CardError"},
             "parent_index": odd + 1,
             "timestamp": "2025-01-09T00:00:04Z",
         },
     ]
     await batch(query_client, items)
-    response = await query_client.get("/v1/memory/diff/odd")
+    response = await query_client.get(f"/v1/memory/diff/{a}-odd")
     assert response.status_code == 200, response.text
     diff = response.json()
     assert diff["agent"] == a and diff["event_count"] == 3 and diff["causal_depth"] == 3

@@ -28,7 +28,7 @@ async def test_reference_client_query_calls(db: Any, agent_name: str) -> None:
         root = await db.log(
             agent=agent_name,
             event="user_message",
-            data={"text": f"refund request {i}", "user_id": f"u{i % 3}"},
+            data={"text": f"refund request {i}", "user_id": f"u{i % 3}-{agent_name}"},
             session_id=sid,
         )
         written.append(root.event_id)
@@ -56,7 +56,7 @@ async def test_reference_client_query_calls(db: Any, agent_name: str) -> None:
     diff = await db.memory_diff(f"{agent_name}-s3")
     assert diff["event_count"] == 2 and diff["has_errors"] is False
     assert diff["summary"].startswith(f"Session with agent '{agent_name}'")
-    erased = await db.forget("user_id", "u1")
+    erased = await db.forget("user_id", f"u1-{agent_name}")  # unique: no agent scope
     assert erased["deleted_events"] == 8
     chain = await db.verify_chain(agent_name)
     assert chain["intact"] is True and chain["erased"] == 8
