@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,12 +73,27 @@ class StubRegistry:
         self.passthrough_urls = tuple(passthrough_urls)
         self.failures: list[str] = []
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self._defaults: dict[str, dict[str, Any]] = {}
         self._by_key: dict[tuple[str, str], list[StubCall]] = {}
-        for tool, stubs in case.tool_stubs.items():
-            for stub in sorted(stubs, key=lambda s: s.order):
-                self._by_key.setdefault((tool, _key(stub.args)), []).append(stub)
         self._served: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
+        self._index()
+
+    def _index(self) -> None:
+        self._by_key = {}
+        for tool, stubs in self.case.tool_stubs.items():
+            for stub in sorted(stubs, key=lambda s: s.order):
+                self._by_key.setdefault((tool, self._key(tool, stub.args)), []).append(stub)
+
+    def _key(self, tool: str, args: dict[str, Any]) -> str:
+        return _key({**self._defaults.get(tool, {}), **args})
+
+    def set_defaults(self, tool: str, defaults: dict[str, Any]) -> None:
+        """Argument defaults of ``tool``'s schema: a recorded call without an argument
+        matches a call that got its default (LangChain fills defaults in before the body)."""
+        with self._lock:
+            self._defaults[tool] = dict(defaults)
+            self._index()
 
     @property
     def cassette_tools(self) -> frozenset[str]:
@@ -92,8 +107,8 @@ class StubRegistry:
             UnexpectedToolCall: not a call of the source session (also recorded).
             ToolException: the source call failed; its error text.
         """
-        key = (tool, _key(args))
         with self._lock:
+            key = (tool, self._key(tool, args))
             self.calls.append((tool, dict(args)))
             stubs = self._by_key.get(key)
             if not stubs:
@@ -132,14 +147,27 @@ class StubRegistry:
             str(self.case_dir / self.case.cassette.path), allow_playback_repeats=True
         )
 
-    def unexpected_tool(self, tool: str, args: dict[str, Any]) -> None:
-        """Record a call of a tool that has no stub and no cassette (used by the runner)."""
-        with self._lock:
-            self.failures.append(f"{tool}: tool not called in the source session")
+
+def _schema_defaults(schema: Any) -> dict[str, Any]:
+    """Defaults of a tool's argument schema (a pydantic model class or a JSON Schema dict)."""
+    if isinstance(schema, dict):
+        properties = schema.get("properties") or {}
+        return {
+            k: p["default"] for k, p in properties.items() if isinstance(p, dict) and "default" in p
+        }
+    fields = getattr(schema, "model_fields", None) or {}
+    out: dict[str, Any] = {}
+    for name, info in fields.items():
+        if not info.is_required() and info.default_factory is None:
+            out[name] = info.default
+    return out
 
 
 def _stub(real: BaseTool, registry: StubRegistry) -> BaseTool:
     name = real.name
+    defaults = _schema_defaults(real.args_schema)
+    if defaults:
+        registry.set_defaults(name, defaults)
 
     if name in registry.cassette_tools:
 
@@ -181,6 +209,3 @@ def stub_tools(tools: Sequence[BaseTool], registry: StubRegistry) -> list[BaseTo
             raise TypeError(f"TOOLS must hold LangChain tools, got {type(real).__name__}")
         out.append(_stub(real, registry))
     return out
-
-
-ToolFactory = Callable[[list[BaseTool]], Any]
