@@ -1,17 +1,17 @@
 """Hand mapped CrewAI events to the ledger so links and sessions never depend on arrival order.
 
-Each event names its parent by CrewAI's id (``parent_key``). Two ways to turn that into a
-ledger ``parent_id``:
+Each event names its parent by CrewAI's id (``parent_key``). The writer remembers the ledger
+id of each logged scope start and holds back an event whose parent is not logged yet,
+releasing it right after the parent, so parents always reach the ledger's queue before their
+children whatever order CrewAI's thread pool delivers them in. Events still waiting when
+:meth:`LedgerWriter.release_orphans` runs (their parent never came: e.g. a scope opened
+before the listener existed) are logged as roots, as the vocabulary asks of an unknown
+enclosing run.
 
-* **Derived ids** (the ledger's ``log()`` takes ``event_id=``): every event is logged under
-  ``ledger_event_id(CrewAI id)``, and the parent id is derived the same way, so nothing waits;
-  the server accepts a parent that has not arrived yet (wire contract, ``parent_id``).
-* **Id map** (a ``log()`` that makes its own ids): the writer remembers the ledger id of each
-  logged scope start and holds back an event whose parent is not logged yet, releasing it
-  right after the parent. Parents therefore always reach the ledger's queue before their
-  children. Events still waiting when :meth:`LedgerWriter.release_orphans` runs (their parent
-  never came: e.g. a scope opened before the listener existed) are logged as roots, as the
-  vocabulary asks of an unknown enclosing run.
+When the ledger's ``log()`` takes ``event_id=`` (``agentledger.client.Ledger`` does), every
+event is logged under ``ledger_event_id(CrewAI id)`` (UUIDv5): the same CrewAI event always
+gets the same ledger id, so a re-sent event is stored once and links can be recomputed from
+CrewAI's own ids.
 
 Sessions follow the parent: an event goes to its listener's fixed session, else to its logged
 parent's session, else (a root) to a session derived from its own CrewAI id.
@@ -191,10 +191,9 @@ class LedgerWriter:
             known = self._known.get(parent_key)
             if known is not None:
                 self._log(item, known[0], known[1])
-            elif self._derived:
-                session = self._session_id or session_of(parent_key)
-                self._log(item, ledger_event_id(parent_key), session)
             else:
+                # Held even with derived ids: a parent that never comes (a listener created
+                # mid-run) must leave a root, not a dangling link (vocabulary rule).
                 self._hold(item, parent_key)
 
     def release_orphans(self) -> int:

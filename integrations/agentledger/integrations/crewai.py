@@ -247,6 +247,12 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
         return self._sequencer.reordered
 
     @property
+    def derived_ids(self) -> bool:
+        """True when ledger ids are derived from CrewAI's event ids (UUIDv5; the ledger's
+        ``log()`` takes ``event_id=``, as :class:`agentledger.client.Ledger` does)."""
+        return self._writer.derived_ids
+
+    @property
     def orphaned_events(self) -> int:
         """Events logged as roots because their CrewAI parent was never seen."""
         return self._writer.orphans

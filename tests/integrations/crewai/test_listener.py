@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -66,6 +67,9 @@ def test_sequential_crew_with_two_tasks_and_a_tool(ledger: Ledger, stored: ReadS
     assert root["data"]["inputs"] == {"city": "Paris"}
     assert root["data"]["process"] == "sequential"
     assert len({e["session_id"] for e in s.events}) == 1
+    # ids are derived from CrewAI's own event ids (UUIDv5), not made by the client (UUIDv7)
+    assert listener.derived_ids
+    assert {uuid.UUID(e["event_id"]).version for e in s.events} == {5}
 
     lookup, summary = step(s, "task", "lookup"), step(s, "task", "summary")
     assert s.parent(lookup) == root and s.parent(summary) == root
