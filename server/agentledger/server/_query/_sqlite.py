@@ -9,8 +9,10 @@
   the background indexer (:mod:`agentledger.server._query.workers`) works in slices of 1,000 rows
   and only while no write transaction runs (it gives way to ingest), and every search catches up
   first, so a search sees the writes that completed before it.
-* **Search**: ``events_fts MATCH '"w1"* OR "w2"*'`` joined to ``events`` by rowid, ranked by
-  ``bm25()`` (lower is better; reported negated so higher is better).
+* **Search**: ``events_fts MATCH '"w1"* OR "w2"*'`` ranked by ``bm25()`` (lower is better;
+  reported negated so higher is better): the best ``4 * limit + 20`` rows of the index alone
+  first, then the filters (agent, session, types, time, superseded) on those; the full join
+  only when the filters left fewer than ``limit``.
 * **Erasure**: ``secure_delete`` overwrites freed content with zeros (set on every connection
   by the store, and again here); the migration's trigger removes an erased row from the index
   inside the forget transaction; ``'optimize'`` then merges the FTS5 segments so the erased
@@ -72,6 +74,27 @@ class SQLiteQueryHooks(QueryStoreMixin):
         limit: int,
     ) -> list[tuple[int, float]]:
         def run(match: str) -> list[tuple[int, float]]:
+            # Phase 1: the best rows of the index alone (no join per matching row), then the
+            # filters on those few. Phase 2, only when filters dropped too many of them: the
+            # full join, ranked the same way.
+            pool = limit * 4 + 20
+            first = conn.execute(
+                select(_fts.c.rowid, _BM25)
+                .select_from(_fts)
+                .where(_MATCH.op("MATCH")(match))
+                .order_by(_BM25)
+                .limit(pool)
+            ).all()
+            if not first:
+                return []
+            keep = set(
+                conn.execute(
+                    select(events.c.id).where(events.c.id.in_([r[0] for r in first]), *where)
+                ).scalars()
+            )
+            hits = [(r[0], round(-float(r[1]), 6)) for r in first if r[0] in keep][:limit]
+            if len(hits) == limit or len(first) < pool:
+                return hits
             query = (
                 select(events.c.id, _BM25)
                 .select_from(_fts.join(events, events.c.id == _fts.c.rowid))
