@@ -175,7 +175,8 @@ def _stub(real: BaseTool, registry: StubRegistry) -> BaseTool:
             with registry._lock:
                 registry.calls.append((name, dict(kwargs)))
             with registry.cassette():
-                return real.invoke(kwargs)
+                # No callbacks: the stub's own run is what the ledger sees (one tool_call).
+                return real.invoke(kwargs, config={"callbacks": []})
 
     else:
 

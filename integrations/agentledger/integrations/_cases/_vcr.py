@@ -6,7 +6,8 @@ next to the case file and sets ``case.cassette``. Later runs execute those tools
 with every HTTP request played back in record mode ``none`` (see
 :class:`~agentledger.integrations._cases._stubs.StubRegistry`): the live system is never
 reached. Credentials never reach the cassette: ``Authorization``, ``Cookie``, ``X-Api-Key``
-and ``Proxy-Authorization`` headers and ``Set-Cookie`` are filtered.
+and ``Proxy-Authorization`` headers are filtered; response bodies (the live system's data)
+go through one :class:`Pseudonymizer` per cassette, like an exported case.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from langchain_core.tools import BaseTool
 
 from agentledger.integrations._cases._model import Case, Cassette, save_case
+from agentledger.integrations._cases._pseudonym import Pseudonymizer
 
 __all__ = ["FILTERED_HEADERS", "record_cassette"]
 
@@ -62,9 +64,31 @@ def record_cassette(
     def keep(request: Any) -> Any:
         return None if any(request.uri.startswith(p) for p in prefixes) else request
 
+    pseudo = Pseudonymizer()
+
+    def clean_response(response: dict[str, Any]) -> dict[str, Any]:
+        body = response.get("body") or {}
+        raw = body.get("string")
+        if isinstance(raw, bytes):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return response
+            pseudo.learn(text)
+            new = str(pseudo.apply(text)).encode("utf-8")
+            body["string"] = new
+            headers = response.get("headers") or {}
+            for name in list(headers):
+                if name.lower() == "content-length":
+                    headers[name] = [str(len(new))]
+                elif name.lower() == "set-cookie":
+                    del headers[name]
+        return response
+
     recorder = vcr.VCR(
         record_mode="all",
         before_record_request=keep,
+        before_record_response=clean_response,
         filter_headers=list(FILTERED_HEADERS),
         decode_compressed_response=True,
         match_on=("method", "scheme", "host", "port", "path", "query", "body"),
