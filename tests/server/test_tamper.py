@@ -89,6 +89,28 @@ async def test_edited_record_is_content_changed(
     assert report["problems"][0]["event_id"] == results[2]["event_id"]
 
 
+@pytest.mark.parametrize(
+    ("expression", "detail"),
+    [
+        ("replace(CAST(record AS TEXT), '\"i\":2', '\"i\":22')", "checksum"),
+        ("CAST(record AS TEXT)", None),  # same bytes as TEXT: not a change of content
+        ("42", "not JSON text"),
+    ],
+)
+async def test_record_stored_as_another_sql_type_is_reported_not_a_500(
+    client: httpx.AsyncClient, sql: sqlite3.Connection, expression: str, detail: str | None
+) -> None:
+    """SQLite is dynamically typed: an edit by SQL can leave TEXT or a number in ``record``."""
+    await write(client)
+    sql.execute(f"UPDATE events SET record={expression} WHERE agent=? AND sequence_no=2", (AGENT,))
+    report = await verify(client)
+    if detail is None:
+        assert report["intact"], report
+    else:
+        assert kinds(report) == [("content_changed", 2)]
+        assert detail in report["problems"][0]["detail"]
+
+
 async def test_edited_column_is_content_changed(
     client: httpx.AsyncClient, sql: sqlite3.Connection
 ) -> None:

@@ -174,6 +174,18 @@ def verify_rows(
             prev = chain
             expected = seq + 1
             continue
+        if type(record) is not bytes:
+            # SQLite is dynamically typed: a tampered row may hold TEXT, a number or a blob
+            # view instead of the stored bytes. Compare its bytes; anything else is changed.
+            if isinstance(record, str):
+                record = record.encode("utf-8", "surrogatepass")
+            elif isinstance(record, bytearray | memoryview):
+                record = bytes(record)
+            else:
+                problems.append(_problem("content_changed", row, seq, "record is not JSON text"))
+                prev = chain
+                expected = seq + 1
+                continue
         try:
             rec = loads(record)
         except orjson.JSONDecodeError:
