@@ -54,6 +54,8 @@ def test_wheel_contents(wheel: Path) -> None:
         "agentledger/client/py.typed",
         "agentledger/server/__init__.py",
         "agentledger/integrations/py.typed",
+        "agentledger/server/_ui/templates/session.html",
+        "agentledger/server/_ui/static/dashboard.js",
     ):
         assert required in names, f"{required} missing from the wheel"
     assert any(n.startswith("agentledger/server/") and "migrations" in n for n in names), (
