@@ -4,7 +4,7 @@ Run a server first (``agentledger serve --dev-key dev``), then::
 
     AGENTLEDGER_API_KEY=dev python examples/livekit_voice_agent.py
 
-``AGENTLEDGER_URL`` (default ``http://127.0.0.1:8000``) and ``AGENTLEDGER_AGENT`` are read
+``AGENTLEDGER_URL`` (default ``http://127.0.0.1:8765``) and ``AGENTLEDGER_AGENT`` are read
 too. Needs ``pip install 'agentledger[livekit]'``. Everything runs offline: the model is a
 scripted ``llm.LLM`` that streams its replies chunk by chunk (it asks for two tools at once,
 then books a table), and the user's turns are typed with ``session.run(user_input=...)``, so

@@ -5,7 +5,7 @@ Usage (one line after building the crew)::
     from agentledger.client import Ledger
     from agentledger.integrations.crewai import instrument_crew
 
-    ledger = Ledger(url="http://127.0.0.1:8000", api_key="...", agent="research-crew")
+    ledger = Ledger(url="http://127.0.0.1:8765", api_key="...", agent="research-crew")
     with instrument_crew(crew, ledger):
         result = crew.kickoff(inputs={"topic": "..."})
 

@@ -5,7 +5,7 @@ Usage::
     from agentledger.client import Ledger
     from agentledger.integrations.langchain import LedgerCallbackHandler
 
-    ledger = Ledger(url="http://127.0.0.1:8000", api_key="...", agent="support-bot")
+    ledger = Ledger(url="http://127.0.0.1:8765", api_key="...", agent="support-bot")
     handler = LedgerCallbackHandler(ledger)
     agent.invoke({"messages": [...]}, config={"callbacks": [handler]})
 

@@ -5,7 +5,7 @@ Usage::
     from agentledger.client import Ledger
     from agentledger.integrations.livekit import LedgerSessionObserver
 
-    ledger = Ledger(url="http://127.0.0.1:8000", api_key="...", agent="voice-bot")
+    ledger = Ledger(url="http://127.0.0.1:8765", api_key="...", agent="voice-bot")
     session = AgentSession(llm=..., stt=..., tts=..., vad=...)
     LedgerSessionObserver(ledger).attach(session)   # before session.start(...)
 

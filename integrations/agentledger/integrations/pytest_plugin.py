@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from agentledger.integrations._cases._runner import RunTarget
 
 __all__ = [
+    "LIBRARY_NAMES",
     "CaseFailed",
     "CaseItem",
     "pytest_addoption",
@@ -180,14 +181,55 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shared.stack.close()
 
 
+#: The library API re-exported from :mod:`agentledger.integrations.cases` on first use (the
+#: same names as its ``__all__``; pytest probes module attributes such as ``pytest_plugins``,
+#: which must not import anything).
+LIBRARY_NAMES = frozenset(
+    {
+        "Case",
+        "CaseError",
+        "CaseReport",
+        "Cassette",
+        "ChainBrokenError",
+        "CheckResult",
+        "Divergence",
+        "Embedder",
+        "Expect",
+        "ExportResult",
+        "OutcomeCheck",
+        "Pseudonymizer",
+        "RunCheck",
+        "RunTarget",
+        "SCHEMA_VERSION",
+        "SpecError",
+        "StubCall",
+        "StubRegistry",
+        "SuiteReport",
+        "ToolCallCheck",
+        "UnexpectedToolCall",
+        "build_case",
+        "case_json_schema",
+        "check",
+        "export_cases",
+        "ledger_target",
+        "load_baseline",
+        "load_case",
+        "load_cases",
+        "load_object",
+        "print_summary",
+        "record_cassette",
+        "run_suite",
+        "save_case",
+        "stub_tools",
+        "write_junit",
+    }
+)
+
+
 def __getattr__(name: str) -> Any:
-    """The library API (``check``, ``Case``, ``StubRegistry``...) from
-    :mod:`agentledger.integrations.cases`, imported on first use."""
-    if name.startswith("__"):
-        raise AttributeError(name)
+    """The library API (``check``, ``Case``, ``StubRegistry``...), imported on first use."""
+    if name not in LIBRARY_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from agentledger.integrations import cases
 
-    try:
-        return getattr(cases, name)
-    except AttributeError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    return getattr(cases, name)
