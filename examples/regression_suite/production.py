@@ -24,14 +24,16 @@ CUSTOMER_MESSAGE = (
 )
 
 
-def run_production_session(url: str, api_key: str, agent: str, payments_url: str) -> str:
+def run_production_session(
+    url: str, api_key: str, agent: str, payments_url: str, session_id: str | None = None
+) -> str:
     """Run the production agent once; returns the session id (events flushed)."""
     from payments_service import serve  # noqa: F401  (documents the dependency)
     from refund_agent import build_agent
     from refund_tools import TOOLS
 
     os.environ["PAYMENTS_URL"] = payments_url
-    session_id = f"prod-{uuid.uuid4().hex[:12]}"
+    session_id = session_id or f"prod-{uuid.uuid4().hex[:12]}"
     with Ledger(url=url, api_key=api_key, agent=agent, spill_dir=None) as ledger:
         handler = LedgerCallbackHandler(
             ledger, session_id=session_id, metadata={"prompt_version": "refund-v1"}
@@ -49,11 +51,14 @@ def main() -> None:
     parser.add_argument("--url", default=os.environ.get("AGENTLEDGER_URL", "http://127.0.0.1:8765"))
     parser.add_argument("--api-key", default=os.environ.get("AGENTLEDGER_API_KEY", "dev"))
     parser.add_argument("--agent", default="refund-bot")
+    parser.add_argument("--session", default=None, help="Session id (default: a new one).")
     args = parser.parse_args()
     from payments_service import serve
 
     with serve() as payments_url:
-        print(run_production_session(args.url, args.api_key, args.agent, payments_url))
+        print(
+            run_production_session(args.url, args.api_key, args.agent, payments_url, args.session)
+        )
 
 
 if __name__ == "__main__":

@@ -136,6 +136,8 @@ def run(
 
     console = Console(stderr=True)
     out = Console()
+    if not out.is_terminal:  # CI logs: wide enough for case ids and check texts
+        out = Console(width=160)
     try:
         cases = load_cases(cases_dir)
         factory = load_object(agent, "--agent")
@@ -197,6 +199,33 @@ def run(
         if not case.gate_passed:
             out.print(escape(case.failure_message()), soft_wrap=True)
     raise typer.Exit(0 if suite.gate_passed else 1)
+
+
+@cases_app.command("record")
+def record(
+    case_file: Annotated[Path, typer.Argument(help="The case file to add a cassette to.")],
+    tools: Annotated[str, typer.Option("--tools", help="Real tools module:attribute (a list).")],
+    tool: Annotated[
+        list[str], typer.Option("--tool", help="An HTTP-backed tool to record (repeatable).")
+    ],
+) -> None:
+    """Record a vcrpy cassette: run the source's calls of --tool against the LIVE system once
+    (use a staging or stand-in system for tools with side effects)."""
+    from agentledger.integrations._cases._model import CaseError, load_case
+    from agentledger.integrations._cases._runner import SpecError, load_object
+    from agentledger.integrations._cases._vcr import record_cassette
+
+    console = Console(stderr=True)
+    try:
+        case = load_case(case_file)
+        real_tools = load_object(tools, "--tools")
+        if callable(real_tools) and not isinstance(real_tools, list | tuple):
+            real_tools = real_tools()
+        updated = record_cassette(case, case_file, list(real_tools), tool)
+    except (CaseError, SpecError, KeyError, TypeError) as error:
+        raise _fail(console, str(error), 2) from error
+    assert updated.cassette is not None
+    typer.echo(str(case_file.parent / updated.cassette.path))
 
 
 @cases_app.command("schema")
