@@ -74,27 +74,34 @@ class SQLiteQueryHooks(QueryStoreMixin):
         limit: int,
     ) -> list[tuple[int, float]]:
         def run(match: str) -> list[tuple[int, float]]:
-            # Phase 1: the best rows of the index alone (no join per matching row), then the
-            # filters on those few. Phase 2, only when filters dropped too many of them: the
-            # full join, ranked the same way.
+            # Phase 1: the best rows of the index alone (no join per matching row), joined to
+            # ``events`` by primary key and filtered. Phase 2, only when the filters dropped
+            # too many of them: the full join, ranked the same way.
             pool = limit * 4 + 20
-            first = conn.execute(
-                select(_fts.c.rowid, _BM25)
+            best = (
+                select(_fts.c.rowid.label("rid"), _BM25.label("score"))
                 .select_from(_fts)
                 .where(_MATCH.op("MATCH")(match))
                 .order_by(_BM25)
                 .limit(pool)
-            ).all()
-            if not first:
-                return []
-            keep = set(
-                conn.execute(
-                    select(events.c.id).where(events.c.id.in_([r[0] for r in first]), *where)
-                ).scalars()
+                .subquery("best")
             )
-            hits = [(r[0], round(-float(r[1]), 6)) for r in first if r[0] in keep][:limit]
-            if len(hits) == limit or len(first) < pool:
-                return hits
+            rows = conn.execute(
+                select(best.c.rid, best.c.score)
+                .select_from(best.join(events, events.c.id == best.c.rid))
+                .where(*where)
+                .order_by(best.c.score)
+                .limit(limit)
+            ).all()
+            if len(rows) == limit:
+                return [(r[0], round(-float(r[1]), 6)) for r in rows]
+            counted = conn.execute(
+                select(func.count()).select_from(
+                    select(_fts.c.rowid).where(_MATCH.op("MATCH")(match)).limit(pool).subquery()
+                )
+            ).scalar_one()
+            if counted < pool:  # every match was in the pool: nothing more to find
+                return [(r[0], round(-float(r[1]), 6)) for r in rows]
             query = (
                 select(events.c.id, _BM25)
                 .select_from(_fts.join(events, events.c.id == _fts.c.rowid))
