@@ -51,6 +51,7 @@ from agentledger.integrations._cases._report import (
 )
 
 if TYPE_CHECKING:
+    from agentledger.integrations._cases._embed import http_embedder
     from agentledger.integrations._cases._export import (
         ChainBrokenError,
         ExportResult,
@@ -98,6 +99,7 @@ __all__ = [
     "case_json_schema",
     "check",
     "export_cases",
+    "http_embedder",
     "ledger_target",
     "load_baseline",
     "load_case",
@@ -126,6 +128,7 @@ _LAZY = {
     "UnexpectedToolCall": "_stubs",
     "stub_tools": "_stubs",
     "record_cassette": "_vcr",
+    "http_embedder": "_embed",
 }
 
 

@@ -211,6 +211,7 @@ LIBRARY_NAMES = frozenset(
         "case_json_schema",
         "check",
         "export_cases",
+        "http_embedder",
         "ledger_target",
         "load_baseline",
         "load_case",

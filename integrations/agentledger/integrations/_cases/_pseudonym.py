@@ -76,7 +76,10 @@ _PERSON = rf"{_CAPWORD}(?: {_CAPWORD}){{0,2}}"
 _INTRO_NAME = re.compile(
     rf"\b(?:[Mm]y name is|[Nn]ame:|I am|I'm|[Tt]his is|Dear|Mr\.?|Mrs\.?|Ms\.?|Dr\.?)\s+({_PERSON})"
 )
-_NOT_NAMES = frozenset({"The", "A", "An", "I", "Sorry", "Happy", "Here", "Not", "So", "Just"})
+_NOT_NAMES = frozenset(
+    {"The", "A", "An", "I", "Sorry", "Happy", "Here", "Not", "So", "Just", "Customer", "Support"}
+    | {"Team", "Sir", "Madam", "There", "All", "Everyone", "Agent", "Order", "Your", "Our"}
+)
 
 _SECRET_STRINGS = re.compile(
     r"\bBearer\s+[A-Za-z0-9._~+/=-]{8,}"
