@@ -38,7 +38,22 @@ def sql(db_path: str) -> Iterator[_SqlOnPostgres]:
     conn.close()
 
 
-SUITE = reuse_tests("server/test_tamper.py", globals(), skip_if_source_has=("sqlite3.connect",))
+# left out: tests that open the SQLite file, and SQLite's dynamic typing (bytea is enforced)
+SUITE = reuse_tests(
+    "server/test_tamper.py",
+    globals(),
+    skip_if_source_has=("sqlite3.connect", "dynamically typed"),
+)
+
+
+@pytest.mark.parametrize("raw", [b"42", b"\xff\xfe not json", b"{}"])
+async def test_record_replaced_by_other_bytes_is_content_changed(
+    client: Any, sql: _SqlOnPostgres, raw: bytes
+) -> None:
+    await SUITE.write(client)
+    sql.execute("UPDATE events SET record=? WHERE agent=? AND sequence_no=2", (raw, SUITE.AGENT))
+    report = await SUITE.verify(client)
+    assert SUITE.kinds(report) == [("content_changed", 2)]
 
 
 async def test_hmac_chain_detects_a_full_rewrite_in_postgres(db_path: str) -> None:
