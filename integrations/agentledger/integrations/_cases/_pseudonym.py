@@ -231,12 +231,35 @@ class Pseudonymizer:
 
     def _replace_string(self, text: str, key: str | None) -> str:
         text = _SECRET_STRINGS.sub(REDACTED, text)
-        text = _CARD.sub(self._card, text)
-        text = _IBAN.sub(self._iban, text)
-        text = _EMAIL.sub(self._email, text)
-        text = _PHONE.sub(self._phone, text)
+        # One pass over the original text: a span replaced by an earlier kind (a card, an
+        # IBAN) is not matched again by a later one (its digits look like a phone number).
+        kinds: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
+            (_CARD, self._card),
+            (_IBAN, self._iban),
+            (_EMAIL, self._email),
+            (_PHONE, self._phone),
+        ]
         if self._order_ids:
-            text = _ORDER_ID.sub(self._order_id, text)
+            kinds.append((_ORDER_ID, self._order_id))
+        spans: list[tuple[int, int, str]] = []
+        for pattern, replace in kinds:
+            for match in pattern.finditer(text):
+                start, end = match.span()
+                if any(start < e and s < end for s, e, _ in spans):
+                    continue
+                new = replace(match)
+                if new != match.group(0):
+                    spans.append((start, end, new))
+        if spans:
+            spans.sort()
+            parts: list[str] = []
+            last = 0
+            for start, end, new in spans:
+                parts.append(text[last:start])
+                parts.append(new)
+                last = end
+            parts.append(text[last:])
+            text = "".join(parts)
         if self._names:
             # Longest first, whole words only: "Dana Reyes" before "Dana".
             for name in sorted(self._names, key=len, reverse=True):
