@@ -328,7 +328,7 @@ def write_junit(report: SuiteReport, path: str | Path) -> Path:
 def print_summary(report: SuiteReport, console: Console) -> None:
     """A table: case, status, runs passed, failing checks with their rates, divergence."""
     table = Table(title=f"regression cases ({report.runs_per_case} runs each)")
-    table.add_column("case")
+    table.add_column("case", overflow="fold")
     table.add_column("status")
     table.add_column("runs passed", justify="right")
     table.add_column("checks below min_pass_rate")
