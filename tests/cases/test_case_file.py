@@ -143,4 +143,4 @@ def test_public_surface_is_complete() -> None:
     from agentledger.integrations import pytest_plugin
 
     assert pytest_plugin.check is cases.check and pytest_plugin.StubRegistry is cases.StubRegistry
-    assert pytest_plugin.LIBRARY_NAMES == set(cases.__all__)
+    assert set(cases.__all__) == pytest_plugin.LIBRARY_NAMES
