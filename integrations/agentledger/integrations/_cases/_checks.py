@@ -13,12 +13,13 @@ unknown (``null``) adds nothing and is counted in the check's ``actual``.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentledger.client import vocabulary as v
 from agentledger.integrations._cases._model import (
@@ -97,8 +98,7 @@ class RunCheck:
         return [c for c in self.checks if c.passed is False]
 
 
-@dataclass(frozen=True)
-class _Ev:
+class _Ev(NamedTuple):
     event: str
     data: dict[str, Any]
     event_id: str
@@ -109,31 +109,46 @@ class _Ev:
 def normalise_events(events: Iterable[Any]) -> list[_Ev]:
     """Events (objects with ``.event``/``.data`` or wire dicts) in ``sequence_no`` order."""
     out: list[_Ev] = []
+    append = out.append
     for index, e in enumerate(events):
-        if isinstance(e, Mapping):
-            get = e.get
+        if type(e) is dict:  # the wire form: the fast path
+            data = e.get("data")
+            seq = e.get("sequence_no")
+            event = e.get("event")
+            event_id = e.get("event_id")
+            timestamp = e.get("timestamp")
         else:
-
-            def get(name: str, default: Any = None, _e: Any = e) -> Any:
-                return getattr(_e, name, default)
-
-        data = get("data") or {}
-        seq = get("sequence_no")
-        out.append(
+            get: Callable[..., Any] = (
+                e.get if isinstance(e, Mapping) else functools.partial(_attr, e)
+            )
+            data, seq, event = get("data"), get("sequence_no"), get("event")
+            event_id, timestamp = get("event_id"), get("timestamp")
+        append(
             _Ev(
-                str(get("event")),
-                dict(data) if isinstance(data, Mapping) else {"value": data},
-                str(get("event_id") or index),
-                str(get("timestamp") or ""),
-                int(seq) if isinstance(seq, int) else index,
+                event if type(event) is str else str(event),
+                data if type(data) is dict else ({} if data is None else {"value": data}),
+                str(event_id or index),
+                timestamp or "",
+                seq if type(seq) is int else index,
             )
         )
     out.sort(key=lambda e: e.sequence_no)
     return out
 
 
+def _attr(obj: Any, name: str, default: Any = None) -> Any:
+    return getattr(obj, name, default)
+
+
 def _short(value: Any, limit: int = 120) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    kind = type(value)
+    text: str
+    if kind is str:
+        text = str(value)
+    elif kind is int or kind is float or kind is bool:
+        text = "true" if value is True else "false" if value is False else repr(value)
+    else:
+        text = json.dumps(value, sort_keys=True, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -402,7 +417,9 @@ def check(
         added += int(usage.get("input_tokens") or 0) - int(usage.get("cache_read_tokens") or 0)
         output += int(usage.get("output_tokens") or 0)
     note = f" ({unknown} model calls with unknown usage)" if unknown else ""
-    measured = _duration_ms(evs) if duration_ms is None else duration_ms
+    measured = duration_ms
+    if measured is None:
+        measured = _duration_ms(evs) if expect.max_duration_ms is not None else 0.0
     for limit_result in (
         _limit("max_added_input_tokens", expect.max_added_input_tokens, added, note, rates),
         _limit("max_output_tokens", expect.max_output_tokens, output, note, rates),
