@@ -38,8 +38,10 @@ async def test_case_h07_flush_is_bounded_against_unreachable_port(
     result = await twin.flush(second, 2.0)
     elapsed = time.monotonic() - started
     assert elapsed < 2.5, f"flush(2.0) took {elapsed:.2f} s"
-    assert result.complete is False
+    # Every event is accounted for: still pending, or already spilled to disk once the
+    # sender marked the server down (which of the two depends on scheduling).
     assert result.pending + result.spilled == 5
+    assert result.complete == (result.pending == 0)
     assert result.sent == 0
 
     started = time.monotonic()

@@ -46,9 +46,13 @@ def seeded(ledger_server: Any, agent_name: str) -> Seeded:
     return seed_support_session(ledger_server.url, ledger_server.headers(), agent_name)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Headless Debian Chromium, once per test session."""
+    """Headless Debian Chromium, once per test module.
+
+    Not session-scoped: Playwright's sync API keeps an asyncio loop marked as running in the
+    main thread while it is open, which would break every later ``asyncio.run`` test.
+    """
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is missing: {INSTALL_HINT}")
     sync_api = pytest.importorskip("playwright.sync_api", reason=INSTALL_HINT)
