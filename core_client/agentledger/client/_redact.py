@@ -26,7 +26,16 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-__all__ = ["PATTERN_NAMES", "REDACTED", "SECRET_KEYS", "is_secret_key", "redact"]
+__all__ = [
+    "PATTERN_NAMES",
+    "PATTERN_REGEXES",
+    "REDACTED",
+    "SECRET_KEYS",
+    "iban_ok",
+    "is_secret_key",
+    "luhn_ok",
+    "redact",
+]
 
 #: The replacement for a value under a secret-named key.
 REDACTED = "[REDACTED]"
@@ -74,7 +83,8 @@ def is_secret_key(key: str) -> bool:
     return False
 
 
-def _luhn_ok(digits: str) -> bool:
+def luhn_ok(digits: str) -> bool:
+    """Whether a string of ASCII digits passes the Luhn check (ISO/IEC 7812 card numbers)."""
     total = 0
     for i, ch in enumerate(reversed(digits)):
         d = ord(ch) - 48
@@ -86,7 +96,8 @@ def _luhn_ok(digits: str) -> bool:
     return total % 10 == 0
 
 
-def _iban_ok(candidate: str) -> bool:
+def iban_ok(candidate: str) -> bool:
+    """Whether ``candidate`` (spaces allowed) is an IBAN with a valid ISO 13616 mod-97 check."""
     s = candidate.replace(" ", "").upper()
     if not 15 <= len(s) <= 34:
         return False
@@ -98,8 +109,45 @@ def _iban_ok(candidate: str) -> bool:
 _Sub = Callable[[str], str]
 
 
-def _checked(name: str, regex: str, check: Callable[[str], bool] | None = None) -> _Sub:
-    compiled = re.compile(regex)
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+
+#: The shapes of personal data, compiled once; shared with the regression-case pseudonymiser
+#: (``agentledger.integrations._cases._pseudonym``) so both find the same things. A match is
+#: only personal data when its check also passes (Luhn for cards, mod-97 for IBANs, 9–15
+#: digits for phones). Order matters: cards and IBANs before phones (a card number looks like
+#: a phone number). The phone shape takes a long last group ("+49 170 1234567").
+PATTERN_REGEXES: dict[str, re.Pattern[str]] = {
+    "card": re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?!\d)"),
+    "iban": re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b"),
+    "email": re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"),
+    "ipv4": re.compile(rf"(?<![\d.]){_OCTET}(?:\.{_OCTET}){{3}}(?!\.?\d)"),
+    "phone": re.compile(
+        r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?"
+        r"\d{2,4}(?:[ .-]\d{2,8}){1,4}(?![\w-])"
+    ),
+}
+
+
+def _card_check(text: str) -> bool:
+    digits = re.sub(r"\D", "", text)
+    return 13 <= len(digits) <= 19 and luhn_ok(digits)
+
+
+def _phone_check(text: str) -> bool:
+    n = sum(ch.isdigit() for ch in text)
+    return 9 <= n <= 15
+
+
+_CHECKS: dict[str, Callable[[str], bool]] = {
+    "card": _card_check,
+    "iban": iban_ok,
+    "phone": _phone_check,
+}
+
+
+def _checked(name: str) -> _Sub:
+    compiled = PATTERN_REGEXES[name]
+    check = _CHECKS.get(name)
     marker = f"[REDACTED:{name}]"
 
     def repl(match: re.Match[str]) -> str:
@@ -114,33 +162,7 @@ def _checked(name: str, regex: str, check: Callable[[str], bool] | None = None) 
     return sub
 
 
-def _card_check(text: str) -> bool:
-    digits = re.sub(r"\D", "", text)
-    return 13 <= len(digits) <= 19 and _luhn_ok(digits)
-
-
-def _phone_check(text: str) -> bool:
-    n = sum(ch.isdigit() for ch in text)
-    return 9 <= n <= 15
-
-
-_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
-
-# Order matters: cards and IBANs before phones (a card number looks like a phone number).
-_PATTERNS: dict[str, _Sub] = {
-    "card": _checked("card", r"(?<![\d-])(?:\d[ -]?){12,18}\d(?!\d)", _card_check),
-    "iban": _checked("iban", r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b", _iban_ok),
-    "email": _checked(
-        "email", r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
-    ),
-    "ipv4": _checked("ipv4", rf"(?<![\d.]){_OCTET}(?:\.{_OCTET}){{3}}(?!\.?\d)"),
-    "phone": _checked(
-        "phone",
-        r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?"
-        r"\d{2,4}(?:[ .-]\d{2,4}){2,4}(?![\w-])",
-        _phone_check,
-    ),
-}
+_PATTERNS: dict[str, _Sub] = {name: _checked(name) for name in PATTERN_REGEXES}
 
 #: Names accepted by ``redact(..., patterns=...)``.
 PATTERN_NAMES: frozenset[str] = frozenset(_PATTERNS)

@@ -29,7 +29,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from agentledger.client._redact import REDACTED, _iban_ok, _luhn_ok, is_secret_key
+from agentledger.client._redact import (
+    PATTERN_REGEXES,
+    REDACTED,
+    is_secret_key,
+)
+from agentledger.client._redact import iban_ok as _iban_ok
+from agentledger.client._redact import luhn_ok as _luhn_ok
 
 __all__ = ["Pseudonymizer"]
 
@@ -88,14 +94,11 @@ _SECRET_STRINGS = re.compile(
     r"|\bgh[pousr]_[A-Za-z0-9]{30,}"
     r"|\bxox[abpr]-[A-Za-z0-9-]{10,}"
 )
-# Same shapes as agentledger.client._redact (cards and IBANs before phones); the phone shape
-# also takes a long last group ("+49 170 1234567"), still 9..15 digits in all.
-_CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?!\d)")
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
-_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
-_PHONE = re.compile(
-    r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,8}){1,4}(?![\w-])"
-)
+# The same shapes as the client's redaction (one table, agentledger.client._redact).
+_CARD = PATTERN_REGEXES["card"]
+_IBAN = PATTERN_REGEXES["iban"]
+_EMAIL = PATTERN_REGEXES["email"]
+_PHONE = PATTERN_REGEXES["phone"]
 _ORDER_ID = re.compile(r"\b(?:[A-Z]{1,4}-?\d{4,12}|[A-Z]{2,4}_[A-Za-z0-9]{4,})\b")
 
 
