@@ -122,6 +122,10 @@ class QueryStore(abc.ABC):
         write transaction is running (the caller retries soon)."""
 
     @abc.abstractmethod
+    def writer_busy(self) -> bool:
+        """Whether a write transaction of this process runs right now."""
+
+    @abc.abstractmethod
     def index_pending(self) -> int:
         """Events written but not yet in the full-text index."""
 
@@ -340,6 +344,10 @@ class QueryStoreMixin(QueryStore):
                 return 0
         with self._writer() as conn:
             return self._index_catch_up(conn, max_rows)
+
+    def writer_busy(self) -> bool:
+        """See :meth:`QueryStore.writer_busy`."""
+        return self._writer_busy()
 
     def index_pending(self) -> int:
         """See :meth:`QueryStore.index_pending`."""

@@ -50,7 +50,7 @@ class DrainWorker:
         step: Callable[[], int],
         *,
         idle_s: float = 0.2,
-        busy_s: float = 0.005,
+        busy_s: float = 0.01,
         max_backoff_s: float = 30.0,
     ) -> None:
         self.name = name
@@ -95,17 +95,33 @@ class DrainWorker:
 
 
 def index_step(
-    store: QueryStore, *, small_rows: int = 1000, large_rows: int = 10_000
+    store: QueryStore,
+    *,
+    small_rows: int = 1000,
+    large_rows: int = 10_000,
+    quiet_s: float = 0.5,
+    max_lag_rows: int = 100_000,
 ) -> Callable[[], int]:
-    """A step that adds events to the full-text index, giving way to running writes.
+    """A step that adds events to the full-text index, giving way to ingest.
 
-    Slices are ``small_rows`` while writers were seen in the last second (short lock holds,
-    so ingest hardly waits) and ``large_rows`` otherwise (FTS5 is cheaper per row in big
-    batches, so a backlog drains fast when ingest pauses)."""
+    While writers were seen in the last ``quiet_s`` seconds the index waits, unless more than
+    ``max_lag_rows`` events are pending, and then works in slices of ``small_rows`` (short
+    lock holds); once writes pause it drains in slices of ``large_rows`` (FTS5 is cheaper per
+    row in big batches). Every search catches the index up first, so results never miss a
+    completed write however far the background index lags."""
     last_busy = [0.0]
+    lag = [0.0, 0.0]  # [checked at, lagging (1.0) or not (0.0)]
 
     def step() -> int:
-        contended = time.monotonic() - last_busy[0] < 1.0
+        now = time.monotonic()
+        if store.writer_busy():
+            last_busy[0] = now
+        contended = now - last_busy[0] < quiet_s
+        if contended:
+            if now - lag[0] > 1.0:  # the pending count is a query: at most once a second
+                lag[:] = [now, float(store.index_pending() >= max_lag_rows)]
+            if not lag[1]:
+                return -1
         done = store.index_catch_up(
             max_rows=small_rows if contended else large_rows, background=True
         )
