@@ -6,9 +6,9 @@
   ``refund`` and the other way round) keyed by ``events.id``. Rows are added in batches by
   :meth:`SQLiteQueryHooks._index_catch_up` up to the watermark ``events_fts_state`` (FTS5 costs
   about 3x less per row in batches of thousands than row by row), and ingest never waits for it:
-  the background indexer (:mod:`agentledger.server._query.workers`) works in slices of 1,000 rows
-  and only while no write transaction runs (it gives way to ingest), and every search catches up
-  first, so a search sees the writes that completed before it.
+  the background indexer (:mod:`agentledger.server._query.workers`) waits while writes run
+  (unless 100,000 rows are pending) and drains in slices of 10,000 rows once they pause, and every
+  search catches up first, so a search sees the writes that completed before it.
 * **Search**: ``events_fts MATCH '"w1"* OR "w2"*'`` ranked by ``bm25()`` (lower is better;
   reported negated so higher is better): the best ``4 * limit + 20`` rows of the index alone
   first, then the filters (agent, session, types, time, superseded) on those; the full join
