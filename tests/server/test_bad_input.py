@@ -73,6 +73,9 @@ JSON_CASES: list[tuple[str, Any, str]] = [
     ("session_id too long", body(session_id="s" * 256), "session_id"),
     ("session_id a number", body(session_id=5), "session_id"),
     ("idempotency_key empty", body(idempotency_key=""), "idempotency_key"),
+    ("NUL in event", body(event="tool\x00call"), "event"),
+    ("NUL in session_id", body(session_id="s\x00"), "session_id"),
+    ("NUL in idempotency_key", body(idempotency_key="k\x00"), "idempotency_key"),
     ("integer beyond 2**53", body(data={"big": 2**60}), "data.big"),
     ("nested deeper than the limit", body(data=deep_dict(70)), "data.n.n.n"),
     ("metadata nested too deep", body(metadata=deep_dict(70)), "metadata.n"),
@@ -157,6 +160,9 @@ QUERY_CASES: list[tuple[str, dict[str, Any], str]] = [
     (f"/v1/events/{uuid.uuid4()}/impact", {"limit": 0}, "limit"),
     ("/v1/events/export", {"agent": ""}, "agent"),
     ("/v1/sessions", {"limit": "many"}, "limit"),
+    ("/v1/events", {"agent": AGENT, "event_type": "tool\x00call"}, "event_type"),
+    ("/v1/events", {"agent": AGENT, "session_id": "\x00"}, "session_id"),
+    ("/v1/sessions/s%00x/events", {"agent": AGENT}, "path"),
 ]
 
 

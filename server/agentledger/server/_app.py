@@ -11,7 +11,7 @@ from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from starlette.types import ASGIApp
 
-from agentledger.server._http import RequestIdMiddleware, json_response
+from agentledger.server._http import NulGuardMiddleware, RequestIdMiddleware, json_response
 from agentledger.server._routes import catalog, events, health, keys, ledger, query
 from agentledger.server._routes.health import server_version
 from agentledger.server._settings import Settings, is_loopback
@@ -30,10 +30,11 @@ class StartupRefused(RuntimeError):
 
 class _LedgerApp(FastAPI):
     """FastAPI with :class:`RequestIdMiddleware` outside everything, so responses made by the
-    outer layers (413 body limit, 500 error handler) carry ``X-Request-ID`` too."""
+    outer layers (413 body limit, 500 error handler, the NUL guard's 422) carry
+    ``X-Request-ID`` too."""
 
     def build_middleware_stack(self) -> ASGIApp:
-        return RequestIdMiddleware(super().build_middleware_stack())
+        return RequestIdMiddleware(NulGuardMiddleware(super().build_middleware_stack()))
 
 
 def create_app(

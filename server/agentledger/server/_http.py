@@ -7,6 +7,8 @@
 * :func:`json_response` serializes with orjson (no response-model re-validation on hot routes).
 * :class:`RequestIdMiddleware` puts ``X-Request-ID`` on every response (the caller's, if it
   sent a sane one, else a fresh UUID4 hex).
+* :class:`NulGuardMiddleware` answers 422 naming the parameter when a path or query parameter
+  holds U+0000, which no store can keep as text (PostgreSQL rejects it outright).
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ import re
 import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any
+from urllib.parse import parse_qsl
 
 import orjson
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["RequestIdMiddleware", "StrictJSONRoute", "json_response"]
+__all__ = ["NulGuardMiddleware", "RequestIdMiddleware", "StrictJSONRoute", "json_response"]
 
 _SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
@@ -82,3 +85,52 @@ class RequestIdMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_id)
+
+
+class NulGuardMiddleware:
+    """Pure ASGI middleware: a U+0000 in the path or a query parameter is a 422, not a 500.
+
+    The detail has FastAPI's validation shape: ``[{"loc": ["query", NAME], "msg", "type"}]``.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            loc = self._nul_location(scope)
+            if loc is not None:
+                body = orjson.dumps(
+                    {
+                        "detail": [
+                            {
+                                "loc": list(loc),
+                                "msg": "NUL characters (U+0000) are not allowed",
+                                "type": "value_error",
+                            }
+                        ]
+                    }
+                )
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 422,
+                        "headers": [(b"content-type", b"application/json")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    def _nul_location(scope: Scope) -> tuple[str, str] | None:
+        if "\x00" in scope.get("path", ""):
+            return ("path", scope["path"].split("\x00", 1)[0].rsplit("/", 1)[-1] or "path")
+        query: bytes = scope.get("query_string", b"")
+        if b"%00" in query.lower() or b"\x00" in query:
+            text = query.decode("latin-1")
+            for name, value in parse_qsl(text, keep_blank_values=True):
+                if "\x00" in name or "\x00" in value:
+                    return ("query", name.replace("\x00", ""))
+            return ("query", "")
+        return None

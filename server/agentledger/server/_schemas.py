@@ -45,9 +45,11 @@ UUID_PATTERN = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0
 
 AgentName = Annotated[str, Field(pattern=AGENT_PATTERN, min_length=1, max_length=255)]
 UUIDStr = Annotated[str, Field(pattern=UUID_PATTERN, min_length=36, max_length=36)]
-EventType = Annotated[str, Field(min_length=1, max_length=255)]
-SessionId = Annotated[str, Field(max_length=255)]
-IdempotencyKey = Annotated[str, Field(min_length=1, max_length=255)]
+# U+0000 cannot be stored as text by PostgreSQL: refused at the API on every store.
+NO_NUL = r"^[^\x00]*$"
+EventType = Annotated[str, Field(min_length=1, max_length=255, pattern=NO_NUL)]
+SessionId = Annotated[str, Field(max_length=255, pattern=NO_NUL)]
+IdempotencyKey = Annotated[str, Field(min_length=1, max_length=255, pattern=NO_NUL)]
 Importance = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 
@@ -253,7 +255,7 @@ class KeyCreateIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: Annotated[str, Field(min_length=1, max_length=255)]
+    name: Annotated[str, Field(min_length=1, max_length=255, pattern=NO_NUL)]
     agent: AgentName | None = None
     scope: Literal["read_write", "read_only"] = "read_write"
     expires_in_days: Annotated[int, Field(ge=1, le=36_500)] | None = None
