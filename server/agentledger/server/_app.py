@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
+from sqlalchemy.exc import OperationalError
 from starlette.types import ASGIApp
 
 from agentledger.server._http import NulGuardMiddleware, RequestIdMiddleware, json_response
@@ -22,6 +23,20 @@ from agentledger.server._ui import mount as mount_dashboard
 __all__ = ["StartupRefused", "create_app"]
 
 logger = logging.getLogger("agentledger.server")
+
+
+# PostgreSQL lock_not_available, query_canceled (statement/lock timeout), deadlock_detected.
+_BUSY_SQLSTATES = frozenset({"55P03", "57014", "40P01"})
+
+
+def _database_busy(exc: BaseException) -> bool:
+    """Whether ``exc`` is the database refusing for now (timeouts, locks), not a bug."""
+    if not isinstance(exc, OperationalError):
+        return False
+    orig = exc.orig
+    if getattr(orig, "sqlstate", None) in _BUSY_SQLSTATES:
+        return True
+    return "database is locked" in str(orig)  # SQLite busy timeout
 
 
 class StartupRefused(RuntimeError):
@@ -106,6 +121,16 @@ def create_app(
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception) -> Response:
         request_id = request.scope.get("state", {}).get("request_id", "")
+        if _database_busy(exc):
+            # A lock or statement timeout: the write did not happen and may be retried, which
+            # our client does on 503 with the same ids (RFC 9110 §15.6.4, Retry-After).
+            logger.warning("database busy (request %s): %s", request_id, exc)
+            response = json_response(
+                {"detail": "database busy, retry later", "request_id": request_id},
+                status_code=503,
+            )
+            response.headers["Retry-After"] = "1"
+            return response
         logger.error("agentledger internal error (request %s)", request_id, exc_info=exc)
         return json_response(
             {"detail": "internal server error", "request_id": request_id}, status_code=500
