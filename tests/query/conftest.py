@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -27,6 +26,7 @@ import httpx
 import numpy as np
 import pytest
 
+from _stores import postgres_database, require_postgres
 from agentledger.server import Settings, create_app
 
 QUERY_KEY = "query-test-key"
@@ -46,13 +46,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.server)
 
 
-def store_url(kind: str, tmp_path: Path) -> str:
+@pytest.fixture(scope="session")
+def query_pg_database() -> Iterator[str]:
+    """A throw-away PostgreSQL database for the whole query suite (dropped at the end); tests
+    isolate inside it by unique agent names. Skips without ``AGENTLEDGER_TEST_POSTGRES_DSN``."""
+    with postgres_database(require_postgres(), prefix="agentledger_q") as url:
+        yield url
+
+
+def store_url(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     """The ``--db`` value for a store kind (skips ``postgres`` without a DSN)."""
     if kind == "postgres":
-        dsn = os.environ.get("AGENTLEDGER_TEST_POSTGRES_DSN")
-        if not dsn:
-            pytest.skip("AGENTLEDGER_TEST_POSTGRES_DSN is not set")
-        return dsn
+        url: str = request.getfixturevalue("query_pg_database")
+        return url
     return str(tmp_path / "query.db")
 
 
@@ -64,8 +70,8 @@ def store_kind(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def query_db(store_kind: str, tmp_path: Path) -> str:
-    return store_url(store_kind, tmp_path)
+def query_db(store_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    return store_url(store_kind, tmp_path, request)
 
 
 @pytest.fixture

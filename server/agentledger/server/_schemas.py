@@ -115,7 +115,7 @@ class LogResultOut(BaseModel):
     checksum: str
     chain_hash: str
     indexed: bool = False
-    index_status: str = "skipped"
+    index_status: str = "pending"
     duplicate: bool = False
 
 
