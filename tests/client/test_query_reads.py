@@ -46,3 +46,36 @@ async def test_search_at_forget_baseline(
         for e in stored_events(ledger_server.url, ledger_server.api_key, agent_name)
     ]
     assert "a@example.com" not in texts
+
+
+async def test_context_for_and_memory_diff(
+    twin: Twin, ledger_server: Any, agent_name: str, spill_dir: Path
+) -> None:
+    client = twin.make(ledger_server.url, ledger_server.api_key, agent_name, spill_dir=spill_dir)
+    try:
+        for n in range(3):  # usual sessions: a lookup, then an answer
+            sid = f"usual-{n}"
+            call = client.log_tool("lookup_order", {"id": n}, session_id=sid)
+            client.log(
+                "assistant_response", {"text": f"order {n} shipped"}, parent_id=call, session_id=sid
+            )
+        odd = client.log_tool("issue_refund", {"id": 9}, session_id="odd")
+        client.log(
+            "tool_error",
+            {"tool": "issue_refund", "error": "declined", "type": "E"},
+            parent_id=odd,
+            session_id="odd",
+        )
+        assert (await twin.flush(client, 10)).complete
+
+        memory = await maybe(client.context_for("refund for order 9", max_tokens=200))
+        assert memory.agent == agent_name and 0 < memory.token_count <= 200
+        assert "issue_refund" in memory.context
+        assert {s["event_id"] for s in memory.sources} >= {odd.event_id}
+
+        diff = await maybe(client.memory_diff("odd"))
+        assert diff.session_id == "odd" and diff.agent == agent_name
+        assert diff.has_errors and diff.event_count == 2
+        assert "tool_error" in diff.new_event_types
+    finally:
+        await twin.close(client, 5)

@@ -31,8 +31,10 @@ from agentledger.client._models import (
     ForgetResult,
     ImpactResult,
     ImportResult,
+    MemoryContext,
     SearchResult,
     Session,
+    SessionDiff,
     StateAt,
     WhyResult,
 )
@@ -447,6 +449,38 @@ class AsyncLedger(BaseLedger):
             dry_run: only count what would be erased.
         """
         return await self._request(self._call_forget(filter_key, filter_value, agent, dry_run))
+
+    async def context_for(
+        self,
+        task: str,
+        *,
+        agent: str | None = None,
+        max_tokens: int = 2000,
+        session_id: str | None = None,
+    ) -> MemoryContext:
+        """A prompt-ready memory block for ``task`` (``POST /v1/memory/context``): the agent's
+        recent events, then the ones relevant to ``task`` (search), deduplicated, superseded
+        ones left out, packed under ``max_tokens`` tokens (16–128,000).
+
+        Args:
+            task: what the agent is about to do (the search text).
+            agent: the agent (default: the client's).
+            session_id: the current session, whose own events are left out.
+
+        Raises:
+            UnprocessableEntityError: a bad argument (the detail names it).
+        """
+        return await self._request(self._call_context_for(task, agent, max_tokens, session_id))
+
+    async def memory_diff(self, session_id: str, *, agent: str | None = None) -> SessionDiff:
+        """What ``session_id`` did next to the agent's usual sessions
+        (``GET /v1/memory/diff/{sid}``): new event types and steps, usual steps it skipped,
+        depth, errors, duration in seconds.
+
+        Raises:
+            NotFoundError: no such session.
+        """
+        return await self._request(self._call_memory_diff(session_id, agent))
 
     async def agents(self) -> list[AgentInfo]:
         """Every agent the key may read, with first/last seen and event count."""

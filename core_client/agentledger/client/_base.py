@@ -41,8 +41,10 @@ from agentledger.client._models import (
     EventRef,
     ForgetResult,
     ImpactResult,
+    MemoryContext,
     SearchResult,
     Session,
+    SessionDiff,
     StateAt,
     Stats,
     WhyResult,
@@ -597,6 +599,23 @@ class BaseLedger:
             "dry_run": dry_run,
         }
         return Call("DELETE", "/v1/memory/forget", ForgetResult.from_wire, json=body)
+
+    def _call_context_for(
+        self, task: str, agent: str | None, max_tokens: int, session_id: str | None
+    ) -> Call[MemoryContext]:
+        body = _drop_none(
+            {
+                "agent": self._agent_param(agent),
+                "task": task,
+                "max_tokens": max_tokens,
+                "session_id": session_id,
+            }
+        )
+        return Call("POST", "/v1/memory/context", MemoryContext.from_wire, json=body)
+
+    def _call_memory_diff(self, session_id: str, agent: str | None) -> Call[SessionDiff]:
+        params = _drop_none({"agent": agent or self.agent})
+        return Call("GET", f"/v1/memory/diff/{session_id}", SessionDiff.from_wire, params)
 
     def _call_agents(self) -> Call[list[AgentInfo]]:
         return Call("GET", "/v1/agents", _list_of(AgentInfo.from_wire))

@@ -372,6 +372,77 @@ class StateAt:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryContext:
+    """``context_for(task)``: a prompt-ready memory block under a token budget.
+
+    ``context`` is the packed text; ``token_count`` its size in tokens as counted by
+    ``tokenizer`` (tiktoken's name when the server has it, else ``"estimate"``: chars / 4);
+    ``sources`` the events it came from (``{"event_id", "kind": "recent"|"relevant", ...}``).
+    """
+
+    agent: str
+    task: str
+    context: str
+    token_count: int
+    max_tokens: int
+    tokenizer: str
+    truncated: bool
+    search_mode: str
+    sources: list[dict[str, Any]]
+
+    @classmethod
+    def from_wire(cls, obj: dict[str, Any]) -> MemoryContext:
+        return cls(
+            agent=str(obj.get("agent", "")),
+            task=str(obj.get("task", "")),
+            context=str(obj.get("context", "")),
+            token_count=int(_get(obj, "token_count", 0)),
+            max_tokens=int(_get(obj, "max_tokens", 0)),
+            tokenizer=str(obj.get("tokenizer", "")),
+            truncated=bool(obj.get("truncated", False)),
+            search_mode=str(obj.get("search_mode", "")),
+            sources=list(_get(obj, "sources", [])),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SessionDiff:
+    """``memory_diff(session_id)``: one session next to the agent's usual sessions.
+
+    ``raw`` keeps the whole answer (``compared_to``, ``top_events``...); the common members
+    are lifted out. ``duration_s`` is in seconds.
+    """
+
+    session_id: str
+    agent: str
+    summary: str
+    event_count: int
+    causal_depth: int
+    duration_s: float
+    has_errors: bool
+    new_event_types: list[Any]
+    new_steps: list[Any]
+    missing_steps: list[Any]
+    raw: dict[str, Any]
+
+    @classmethod
+    def from_wire(cls, obj: dict[str, Any]) -> SessionDiff:
+        return cls(
+            session_id=str(obj.get("session_id", "")),
+            agent=str(obj.get("agent", "")),
+            summary=str(obj.get("summary", "")),
+            event_count=int(_get(obj, "event_count", 0)),
+            causal_depth=int(_get(obj, "causal_depth", 0)),
+            duration_s=float(_get(obj, "duration_s", 0.0)),
+            has_errors=bool(obj.get("has_errors", False)),
+            new_event_types=list(_get(obj, "new_event_types", [])),
+            new_steps=list(_get(obj, "new_steps", [])),
+            missing_steps=list(_get(obj, "missing_steps", [])),
+            raw=dict(obj),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class BaselineReport:
     """``baseline()`` / ``behavior_change()``: drift of an agent's behaviour.
 
