@@ -30,8 +30,7 @@ def child_pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]
             str(ini),
             "--rootdir",
             str(tmp_path),
-            "-p",
-            PLUGIN,
+            # the plugin itself comes from the ``pytest11`` entry point of the installed package
             "-p",
             "no:cacheprovider",
             "-q",
@@ -85,7 +84,8 @@ def test_one_item_per_case_passing_and_failing(exported_case: Path, tmp_path: Pa
 def test_plugin_is_inert_without_its_options(tmp_path: Path) -> None:
     (tmp_path / "test_plain.py").write_text(
         "import sys\n"
-        "def test_nothing_heavy_loaded():\n"
+        f"def test_nothing_heavy_loaded():\n"
+        f"    assert {PLUGIN!r} in sys.modules  # loaded by the pytest11 entry point\n"
         "    heavy = [m for m in ('langchain_core', 'langgraph', 'vcr', 'pydantic')\n"
         "             if m in sys.modules and m != 'pydantic']\n"
         "    assert 'agentledger.integrations._cases._runner' not in sys.modules\n"
