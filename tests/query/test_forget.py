@@ -112,6 +112,8 @@ async def test_forget_is_scoped_to_the_agent(
         ({"filter_key": "k", "filter_value": {"a": 1}}, "filter_value"),
         ({"filter_key": "k", "filter_value": "x", "agent": "a/b"}, "agent"),
         ({"filter_key": "k", "filter_value": "x", "force": True}, "force"),
+        ({"filter_key": "k\x00", "filter_value": "x"}, "filter_key"),
+        ({"filter_key": "k", "filter_value": "x\x00"}, "filter_value"),
     ],
 )
 async def test_bad_forget_input_is_a_4xx(

@@ -78,6 +78,9 @@ async def test_query_syntax_in_user_text_is_searched_not_parsed(
         ({"query": "a", "limit": 0}, "limit"),
         ({"query": "a", "agent": "../etc"}, "agent"),
         ({"query": "a", "surprise": 1}, "surprise"),
+        ({"query": "a\x00b"}, "query"),
+        ({"query": "a", "event_types": ["\x00"]}, "event_types"),
+        ({"query": "a", "session_id": "s\x00"}, "session_id"),
         (
             {"query": "a", "from_ts": "2025-02-01T00:00:00Z", "to_ts": "2025-01-01T00:00:00Z"},
             "from_ts",

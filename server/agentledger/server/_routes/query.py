@@ -38,7 +38,7 @@ from agentledger.server._query.forget import value_text
 from agentledger.server._query.memory import build_context, session_diff
 from agentledger.server._query.search import SearchModeUnavailable, run_search
 from agentledger.server._query.workers import DrainWorker, embed_step, index_step
-from agentledger.server._schemas import AGENT_PATTERN
+from agentledger.server._schemas import AGENT_PATTERN, NO_NUL
 
 __all__ = ["QueryServices", "router"]
 
@@ -133,14 +133,17 @@ class SearchIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+    query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=NO_NUL)]
     agent: AgentName | None = None
     limit: Annotated[int, Field(ge=1, le=200)] = 10
     mode: Literal["auto", "keyword", "semantic", "hybrid"] | None = "auto"
     include_superseded: bool = False
-    session_id: Annotated[str, Field(max_length=255)] | None = None
+    session_id: Annotated[str, Field(max_length=255, pattern=NO_NUL)] | None = None
     event_types: (
-        Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=50)]
+        Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=255, pattern=NO_NUL)]],
+            Field(max_length=50),
+        ]
         | None
     ) = None
     from_ts: datetime | None = None
@@ -267,8 +270,10 @@ class ForgetIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    filter_key: Annotated[str, Field(min_length=1, max_length=255)]
-    filter_value: Annotated[str, Field(min_length=1, max_length=10_000)] | int | float | bool
+    filter_key: Annotated[str, Field(min_length=1, max_length=255, pattern=NO_NUL)]
+    filter_value: (
+        Annotated[str, Field(min_length=1, max_length=10_000, pattern=NO_NUL)] | int | float | bool
+    )
     agent: AgentName | None = None
     dry_run: bool = False
 
@@ -392,9 +397,9 @@ class ContextIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agent: AgentName
-    task: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+    task: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=NO_NUL)]
     max_tokens: Annotated[int, Field(ge=16, le=128_000)] = 2000
-    session_id: Annotated[str, Field(max_length=255)] | None = None
+    session_id: Annotated[str, Field(max_length=255, pattern=NO_NUL)] | None = None
     recent: Annotated[int, Field(ge=0, le=200)] = 20
     relevant: Annotated[int, Field(ge=0, le=200)] = 20
 
