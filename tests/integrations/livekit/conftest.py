@@ -6,16 +6,15 @@ Assertions read events back over the HTTP API (``GET /v1/events``), never from t
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 from livekit.agents import Agent, AgentSession, RunContext, function_tool
 from livekit.agents.voice.run_result import RunResult
 
+from _events import Stored, read_events
 from agentledger.client import Ledger
 from agentledger.integrations.livekit import LedgerSessionObserver
 
@@ -44,71 +43,6 @@ class WeatherAgent(Agent):
     async def book_flight(self, context: RunContext, city: str, seats: int) -> str:
         """Book a flight (always fails: the booking backend is down)."""
         raise RuntimeError(f"booking backend down, cannot book {seats} seat(s) to {city}")
-
-
-def read_events(url: str, headers: dict[str, str], agent: str) -> list[dict[str, Any]]:
-    """Every stored event of ``agent``, oldest first (pages with the wire ``cursor``)."""
-    events: list[dict[str, Any]] = []
-    params: dict[str, Any] = {"agent": agent, "limit": 1000}
-    with httpx.Client(base_url=url, headers=headers, timeout=30.0) as http:
-        while True:
-            response = http.get("/v1/events", params=params)
-            response.raise_for_status()
-            page = response.json()
-            events.extend(page)
-            if len(page) < 1000:
-                break
-            last = page[-1]
-            params["cursor"] = f"{last['timestamp']}|{last['sequence_no']}"
-    events.sort(key=lambda e: e["sequence_no"])
-    return events
-
-
-@dataclass
-class Stored:
-    """Stored events of one test with tree helpers."""
-
-    events: list[dict[str, Any]]
-    by_id: dict[str, dict[str, Any]] = field(init=False)
-    children: dict[str | None, list[dict[str, Any]]] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.by_id = {e["event_id"]: e for e in self.events}
-        self.children = {}
-        for event in self.events:
-            self.children.setdefault(event["parent_id"], []).append(event)
-
-    def of(self, event_type: str, **data: Any) -> list[dict[str, Any]]:
-        """Events of a type whose ``data`` has all the given items, in logging order."""
-        return [
-            e
-            for e in self.events
-            if e["event"] == event_type and all(e["data"].get(k) == v for k, v in data.items())
-        ]
-
-    def one(self, event_type: str, **data: Any) -> dict[str, Any]:
-        found = self.of(event_type, **data)
-        assert len(found) == 1, f"expected one {event_type} {data}, got {len(found)}"
-        return found[0]
-
-    def parent(self, event: dict[str, Any]) -> dict[str, Any]:
-        assert event["parent_id"] is not None, f"{event['event']} has no parent"
-        return self.by_id[event["parent_id"]]
-
-    def kids(self, event: dict[str, Any], event_type: str | None = None) -> list[dict[str, Any]]:
-        found = self.children.get(event["event_id"], [])
-        return [e for e in found if event_type is None or e["event"] == event_type]
-
-    def ancestors(self, event: dict[str, Any]) -> list[str]:
-        """Event types from the root down to ``event``'s parent."""
-        chain: list[str] = []
-        while event["parent_id"] is not None:
-            event = self.by_id[event["parent_id"]]
-            chain.append(event["event"])
-        return chain[::-1]
-
-    def types(self) -> Counter[str]:
-        return Counter(e["event"] for e in self.events)
 
 
 @pytest.fixture
