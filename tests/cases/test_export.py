@@ -44,7 +44,9 @@ def test_personal_data_does_not_survive_export(
         assert item not in text, item
     case = load_case(path)
     # Stand-ins keep structure and stay consistent across inputs, stubs and the answer.
-    stub = json.loads(case.tool_stubs["lookup_order"][0].result)
+    # the tool returned a dict: the ledger (and so the case) keeps it as an object
+    stub = case.tool_stubs["lookup_order"][0].result
+    assert isinstance(stub, dict), stub
     assert stub["email"] == "user1@example.com" and stub["email"] in case.inputs[0]
     assert stub["customer"] in case.inputs[0] and stub["customer"] in (case.source_answer or "")
     assert stub["phone"].startswith("+49 ") and stub["phone"] in case.inputs[0]

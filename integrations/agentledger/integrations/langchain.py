@@ -80,6 +80,7 @@ from agentledger.integrations._langchain._values import (
     message_to_data,
     to_data,
     tool_calls_to_data,
+    tool_content,
     trim,
 )
 
@@ -635,7 +636,7 @@ class LedgerCallbackHandler(BaseCallbackHandler):
         duration = _elapsed_ms(run.started_s)
         if isinstance(output, ToolMessage):
             status = output.status
-            result = self._data(output.content)
+            result = self._data(tool_content(output.content))
         else:
             status = "success"
             result = self._data(output)

@@ -347,3 +347,40 @@ def test_astream_gives_the_same_tree_as_invoke(ledger_server: Any, agent_name: s
         stored = Stored(read_events(ledger_server.url, ledger_server.headers(), name))
         shapes.append(_agent_shape(stored))
     assert shapes[0] == shapes[1]
+
+
+def test_a_tool_returning_json_is_stored_as_an_object(
+    handler: LedgerCallbackHandler, stored: Callable[[], Stored]
+) -> None:
+    """LangChain hands the model a dict result as JSON text; the ledger keeps the object, so
+    its keys stay queryable (forget by key, regression checks on the result)."""
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+
+    @tool
+    def lookup_order(order_id: str) -> dict[str, Any]:
+        """Look an order up."""
+        return {"order_id": order_id, "customer": {"email": "dana@example.com"}}
+
+    @tool
+    def motto() -> str:
+        """A motto in braces that is not JSON."""
+        return "{be kind}"
+
+    model = scripted(
+        AIMessage(
+            "",
+            tool_calls=[
+                {"name": "lookup_order", "args": {"order_id": "A1"}, "id": "c1"},
+                {"name": "motto", "args": {}, "id": "c2"},
+            ],
+        ),
+        "done",
+    )
+    agent = create_agent(model, [lookup_order, motto])
+    agent.invoke({"messages": [HumanMessage("order A1?")]}, config={"callbacks": [handler]})
+    results = {e["data"]["tool"]: e["data"]["result"] for e in stored().of("tool_result")}
+    assert results == {
+        "lookup_order": {"order_id": "A1", "customer": {"email": "dana@example.com"}},
+        "motto": "{be kind}",
+    }

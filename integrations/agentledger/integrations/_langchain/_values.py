@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+import orjson
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.prompt_values import PromptValue
@@ -37,6 +38,7 @@ __all__ = [
     "document_to_data",
     "message_to_data",
     "to_data",
+    "tool_content",
     "trim",
 ]
 
@@ -46,6 +48,24 @@ MAX_ITEMS = 200
 MAX_DEPTH = 16
 
 _SCALARS = (bool, int, float, type(None))
+
+
+def tool_content(content: Any) -> Any:
+    """A tool's output as the model saw it, with JSON text turned back into JSON.
+
+    LangChain serializes a tool's dict or list result to JSON text in the ``ToolMessage`` it
+    gives the model. Stored as a string, that would hide every key from queries (``forget`` by
+    key, regression checks on ``tool_result.data.result``); parsed, it is the object the tool
+    returned. Any other text is kept as it is.
+    """
+    if isinstance(content, str) and content[:1] in ("{", "["):
+        try:
+            parsed = orjson.loads(content)
+        except orjson.JSONDecodeError:
+            return content
+        if isinstance(parsed, dict | list):
+            return parsed
+    return content
 
 
 def trim(text: str, max_chars: int) -> str:
