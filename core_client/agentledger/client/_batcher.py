@@ -161,7 +161,9 @@ class BatchSender:
                 queue.append(item)
         if overflow:
             self._overflow(item)
-        elif len(queue) >= self._max_batch:
+        elif len(queue) >= self._max_batch and not self._wake.is_set():
+            # ``Event.set()`` takes a lock and notifies: only when it changes something (a
+            # queue held back by a slow or absent server would otherwise pay it per event).
             self._wake.set()
         if self._thread is None and not self._thread_failed:
             self._start()
