@@ -21,7 +21,6 @@ import asyncio
 import http.server
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from typing import Any
 import httpx
 import orjson
 import psutil
+from _serve import free_port, serve
 
 from agentledger.client import Ledger
 
@@ -46,37 +46,14 @@ KEY = "bench-key-0123456789"
 PAYLOAD = {"tool": "search", "args": {"query": "refund policy", "limit": 5}, "call_id": "c1"}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def embedded_server() -> Iterator[tuple[str, psutil.Process]]:
     """A real ``agentledger serve`` on loopback with a fresh SQLite file."""
     tmp = Path(tempfile.mkdtemp(prefix="bench-client-"))
-    port = free_port()
-    exe = Path(sys.executable).parent / "agentledger"
-    proc = subprocess.Popen(
-        [str(exe), "serve", "--db", str(tmp / "l.db"), "--port", str(port), "--dev-key", KEY],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(300):
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        else:
-            raise RuntimeError("agentledger serve did not start")
-        yield url, psutil.Process(proc.pid)
+        with serve(tmp / "l.db", KEY, timeout_s=30) as served:
+            yield served.url, psutil.Process(served.pid)
     finally:
-        proc.terminate()
-        proc.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

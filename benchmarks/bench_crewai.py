@@ -32,10 +32,7 @@ import json
 import logging
 import os
 import secrets
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -54,6 +51,7 @@ for _name, _value in (
     os.environ.setdefault(_name, _value)
 
 import httpx  # noqa: E402
+from _serve import serve  # noqa: E402
 from crewai import Agent, BaseLLM, Crew, Process, Task  # noqa: E402
 from crewai.events.types.llm_events import LLMCallType  # noqa: E402
 from crewai.llms.base_llm import llm_call_context  # noqa: E402
@@ -130,27 +128,8 @@ def build_crew(tasks: int) -> Crew:
 @contextlib.contextmanager
 def local_server(db: Path) -> Iterator[tuple[str, str]]:
     """``agentledger serve`` on a free loopback port; yields ``(url, api_key)``."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    key = "bench-" + secrets.token_urlsafe(18)
-    exe = Path(sys.executable).with_name("agentledger")
-    args = [str(exe), "serve", "--db", str(db), "--port", str(port), "--dev-key", key]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30.0
-        while True:
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
-                    break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("agentledger serve did not start")
-            time.sleep(0.05)
-        yield url, key
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with serve(db, "bench-" + secrets.token_urlsafe(18), timeout_s=30) as served:
+        yield served.url, served.key
 
 
 class TimedListener(LedgerCrewListener):

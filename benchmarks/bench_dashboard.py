@@ -15,10 +15,7 @@ Usage: ``python benchmarks/bench_dashboard.py [--quick] [--sizes 1000,5000,20000
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -29,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from _serve import serve
 
 KEY = "bench-key"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -44,36 +42,10 @@ CHROMIUM_ARGS = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def server(db: Path) -> Iterator[str]:
-    port = free_port()
-    exe = Path(sys.executable).parent / "agentledger"
-    proc = subprocess.Popen(
-        [str(exe), "serve", "--db", str(db), "--port", str(port), "--dev-key", KEY],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        else:
-            raise RuntimeError("agentledger serve did not start")
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with serve(db, KEY, timeout_s=30) as served:
+        yield served.url
 
 
 def seed(url: str, count: int) -> str:

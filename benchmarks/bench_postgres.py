@@ -20,11 +20,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
-import signal
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -36,6 +32,7 @@ from typing import Any
 import httpx
 import orjson
 import psycopg
+from _serve import serve
 from sqlalchemy.engine.url import make_url
 
 KEY = "bench-key"
@@ -73,42 +70,11 @@ WORDS = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def server(db: str, log: Path) -> Iterator[str]:
     """A real ``agentledger serve`` on ``db``; yields its URL."""
-    port = free_port()
-    exe = Path(sys.executable).parent / "agentledger"
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            [str(exe), "serve", "--db", db, "--port", str(port), "--dev-key", KEY],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError(f"server did not start; see {log}")
-            time.sleep(0.05)
-        yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with serve(db, KEY, log=log) as served:
+        yield served.url
 
 
 @contextmanager

@@ -23,11 +23,7 @@ import argparse
 import itertools
 import os
 import random
-import signal
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -38,48 +34,18 @@ from typing import Any
 
 import httpx
 import orjson
+from _serve import serve
 
 KEY = "bench-key"
 BATCH = 500
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def server(db: Path, env: dict[str, str] | None = None) -> Iterator[httpx.Client]:
-    port = free_port()
-    exe = Path(sys.executable).parent / "agentledger"
-    proc = subprocess.Popen(
-        [str(exe), "serve", "--db", str(db), "--port", str(port), "--dev-key", KEY],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("server did not start")
-            time.sleep(0.05)
+    with serve(db, KEY, env=env) as served:
         headers = {"Authorization": f"Bearer {KEY}"}
-        with httpx.Client(base_url=url, headers=headers, timeout=600) as client:
+        with httpx.Client(base_url=served.url, headers=headers, timeout=600) as client:
             yield client
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 # -- data ------------------------------------------------------------------------------------

@@ -21,12 +21,8 @@ import argparse
 import hashlib
 import os
 import shutil
-import signal
-import socket
 import sqlite3
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -40,46 +36,17 @@ import httpx
 import orjson
 import psutil
 import uuid_utils
+from _serve import serve
 
 KEY = "bench-key"
 BATCH = 500
 ROUNDS = 5
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def server(db: Path) -> Iterator[tuple[str, psutil.Process]]:
-    port = free_port()
-    exe = Path(sys.executable).parent / "agentledger"
-    proc = subprocess.Popen(
-        [str(exe), "serve", "--db", str(db), "--port", str(port), "--dev-key", KEY],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("server did not start")
-            time.sleep(0.05)
-        yield url, psutil.Process(proc.pid)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with serve(db, KEY) as served:
+        yield served.url, psutil.Process(served.pid)
 
 
 def event_data(i: int) -> dict[str, Any]:
