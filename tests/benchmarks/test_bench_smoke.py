@@ -1,0 +1,37 @@
+"""The benchmarks still run (``--quick`` sizes): they share ``benchmarks/_serve.py`` and the
+public APIs, so a change elsewhere must not leave them broken until someone measures again.
+
+Only that they run and print their table is checked; numbers are measured by hand on a quiet
+machine and copied into the README (timed assertions would flake on a shared machine).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.mark.parametrize(
+    ("script", "row"),
+    [
+        ("bench_server.py", "why() depth 1,000 over HTTP"),
+        ("bench_query.py", "keyword search p50"),
+        ("bench_cases.py", "check() on 1,000 events"),
+    ],
+)
+def test_benchmark_runs_quick(script: str, row: str) -> None:
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "ZIZKADB_TELEMETRY": "false", "ZIZKADB_QUIET": "1"},
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert row in result.stdout, result.stdout[-2000:]
