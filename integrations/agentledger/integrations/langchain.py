@@ -86,8 +86,9 @@ from agentledger.integrations._langchain._values import (
 
 __all__ = ["CUSTOM_EVENT", "LedgerCallbackHandler", "SupportsLog"]
 
-#: Event type of ``dispatch_custom_event(name, data)``; ``data = {"name", "data"}``.
-CUSTOM_EVENT = "custom_event"
+#: Event type of ``dispatch_custom_event(name, data)``; ``data = {"name", "data"}`` (the
+#: vocabulary's ``custom_event``).
+CUSTOM_EVENT = v.CUSTOM_EVENT
 
 _F = TypeVar("_F", bound=Callable[..., None])
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 
+from agentledger.client import _vocabulary as v
+
 __all__ = [
     "EventView",
     "SessionStats",
@@ -33,8 +35,6 @@ __all__ = [
 SUMMARY_CHARS = 160
 #: Deepest indentation level drawn in trees; deeper nodes are drawn at this level with a label.
 MAX_DRAWN_DEPTH = 40
-
-_END_TYPES = {"llm_end", "llm_error", "tool_result", "tool_error", "step_end", "step_error"}
 
 
 def parse_time(text: str | None) -> datetime | None:
@@ -115,15 +115,15 @@ def summarize(event: Mapping[str, Any]) -> str:
         return "(erased by forget)"
     if not isinstance(data, Mapping):
         return _short(data)
-    if kind in ("user_message", "assistant_response"):
+    if kind in (v.USER_MESSAGE, v.ASSISTANT_RESPONSE):
         return _short(data.get("text", data))
-    if kind == "llm_start":
+    if kind == v.LLM_START:
         model = data.get("model") or ""
         messages = data.get("messages")
         count = len(messages) if isinstance(messages, list) else 0
         last = _last_message_text(messages)
         return _short(f"{model} · {count} message(s)" + (f" · {last}" if last else ""))
-    if kind == "llm_end":
+    if kind == v.LLM_END:
         calls = data.get("tool_calls")
         if isinstance(calls, list) and calls:
             names = [
@@ -133,24 +133,24 @@ def summarize(event: Mapping[str, Any]) -> str:
             text = data.get("text") or ""
             return _short(f"calls {', '.join(names)}" + (f" · {text}" if text else ""))
         return _short(data.get("text", ""))
-    if kind == "tool_call":
+    if kind == v.TOOL_CALL:
         return _short(f"{data.get('tool', '?')}({_short(data.get('args', ''), 120)})")
-    if kind == "tool_result":
+    if kind == v.TOOL_RESULT:
         return _short(data.get("result", ""))
     if kind.endswith("_error") or data.get("error"):
         kind_name = data.get("type")
         error = _short(data.get("error", ""))
         return _short(f"{kind_name}: {error}" if kind_name else error)
-    if kind == "retrieval":
+    if kind == v.RETRIEVAL:
         docs = data.get("documents")
         count = len(docs) if isinstance(docs, list) else 0
         return _short(f"{data.get('query', '')} → {count} document(s)")
     if kind.startswith("step_"):
         return _short(" · ".join(str(data[k]) for k in ("name", "kind") if data.get(k)))
-    if kind == "interrupted":
+    if kind == v.INTERRUPTED:
         return _short(data.get("reason", data))
-    if kind in ("state_set", "state_delete"):
-        value = f" = {_short(data.get('value'), 120)}" if kind == "state_set" else ""
+    if kind in (v.STATE_SET, v.STATE_DELETE):
+        value = f" = {_short(data.get('value'), 120)}" if kind == v.STATE_SET else ""
         return _short(f"{data.get('key', '?')}{value}")
     parts = [f"{key}={_short(value, 60)}" for key, value in list(data.items())[:4]]
     return _short(", ".join(parts))
@@ -216,7 +216,7 @@ def view_events(events: Sequence[Mapping[str, Any]]) -> list[EventView]:
         assert isinstance(usage, Mapping)
         at = times.get(str(event.get("event_id")))
         duration = _number(data.get("duration_ms"))
-        if duration is None and kind in _END_TYPES:
+        if duration is None and kind in v.CLOSING_EVENTS:
             parent_at = times.get(str(event.get("parent_id")))
             if parent_at is not None and at is not None:
                 duration = (at - parent_at).total_seconds() * 1000
@@ -233,8 +233,8 @@ def view_events(events: Sequence[Mapping[str, Any]]) -> list[EventView]:
                 offset_ms=(at - start).total_seconds() * 1000 if at and start else None,
                 is_error=kind.endswith("_error")
                 or data.get("status") == "error"
-                or (kind not in ("tool_result", "llm_end") and bool(data.get("error"))),
-                is_interrupt=kind == "interrupted" or data.get("interrupted") is True,
+                or (kind not in (v.TOOL_RESULT, v.LLM_END) and bool(data.get("error"))),
+                is_interrupt=kind == v.INTERRUPTED or data.get("interrupted") is True,
                 model=str(usage.get("model") or data.get("model") or ""),
             )
         )
@@ -266,7 +266,7 @@ def session_stats(rows: Iterable[EventView]) -> SessionStats:
         stats.interrupts += row.is_interrupt
         stats.input_tokens += row.input_tokens or 0
         stats.output_tokens += row.output_tokens or 0
-        stats.tool_calls += row.event.get("event") == "tool_call"
+        stats.tool_calls += row.event.get("event") == v.TOOL_CALL
         agents.add(str(row.event.get("agent", "")))
         if row.offset_ms is not None:
             last_offset = max(last_offset or 0.0, row.offset_ms)
