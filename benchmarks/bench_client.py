@@ -35,9 +35,9 @@ from typing import Any
 import httpx
 import orjson
 import psutil
-from _serve import free_port, serve
 
 from agentledger.client import Ledger
+from agentledger.integrations._embedded import EmbeddedServer, free_port
 
 os.environ.setdefault("ZIZKADB_TELEMETRY", "false")
 os.environ.setdefault("ZIZKADB_QUIET", "1")
@@ -51,7 +51,7 @@ def embedded_server() -> Iterator[tuple[str, psutil.Process]]:
     """A real ``agentledger serve`` on loopback with a fresh SQLite file."""
     tmp = Path(tempfile.mkdtemp(prefix="bench-client-"))
     try:
-        with serve(tmp / "l.db", KEY, timeout_s=30) as served:
+        with EmbeddedServer(tmp / "l.db", api_key=KEY) as served:
             yield served.url, psutil.Process(served.pid)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -31,7 +31,6 @@ import gc
 import json
 import logging
 import os
-import secrets
 import statistics
 import tempfile
 import threading
@@ -51,13 +50,13 @@ for _name, _value in (
     os.environ.setdefault(_name, _value)
 
 import httpx  # noqa: E402
-from _serve import serve  # noqa: E402
 from crewai import Agent, BaseLLM, Crew, Process, Task  # noqa: E402
 from crewai.events.types.llm_events import LLMCallType  # noqa: E402
 from crewai.llms.base_llm import llm_call_context  # noqa: E402
 from crewai.tools import tool  # noqa: E402
 
 from agentledger.client import Ledger  # noqa: E402
+from agentledger.integrations._embedded import EmbeddedServer  # noqa: E402
 from agentledger.integrations.crewai import LedgerCrewListener  # noqa: E402
 
 USAGE = {"prompt_tokens": 150, "completion_tokens": 20, "cached_prompt_tokens": 100}
@@ -128,8 +127,8 @@ def build_crew(tasks: int) -> Crew:
 @contextlib.contextmanager
 def local_server(db: Path) -> Iterator[tuple[str, str]]:
     """``agentledger serve`` on a free loopback port; yields ``(url, api_key)``."""
-    with serve(db, "bench-" + secrets.token_urlsafe(18), timeout_s=30) as served:
-        yield served.url, served.key
+    with EmbeddedServer(db) as served:
+        yield served.url, served.api_key
 
 
 class TimedListener(LedgerCrewListener):

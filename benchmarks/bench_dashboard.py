@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from _serve import serve
+
+from agentledger.integrations._embedded import EmbeddedServer
 
 KEY = "bench-key"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -44,7 +45,7 @@ CHROMIUM_ARGS = [
 
 @contextmanager
 def server(db: Path) -> Iterator[str]:
-    with serve(db, KEY, timeout_s=30) as served:
+    with EmbeddedServer(db, api_key=KEY) as served:
         yield served.url
 
 

@@ -46,7 +46,7 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
 
 from agentledger.client import Ledger
-from agentledger.integrations._demo import EmbeddedServer
+from agentledger.integrations._embedded import EmbeddedServer
 from agentledger.integrations.langchain import LedgerCallbackHandler
 
 # zizkadb-sdk otherwise pings its vendor at construction (wire-contract.md, "Testing").

@@ -32,8 +32,9 @@ from typing import Any
 import httpx
 import orjson
 import psycopg
-from _serve import serve
 from sqlalchemy.engine.url import make_url
+
+from agentledger.integrations._embedded import EmbeddedServer
 
 KEY = "bench-key"
 BATCH = 500
@@ -73,7 +74,7 @@ WORDS = [
 @contextmanager
 def server(db: str, log: Path) -> Iterator[str]:
     """A real ``agentledger serve`` on ``db``; yields its URL."""
-    with serve(db, KEY, log=log) as served:
+    with EmbeddedServer(db, api_key=KEY, log=log, timeout_s=60) as served:
         yield served.url
 
 

@@ -34,7 +34,8 @@ from typing import Any
 
 import httpx
 import orjson
-from _serve import serve
+
+from agentledger.integrations._embedded import EmbeddedServer
 
 KEY = "bench-key"
 BATCH = 500
@@ -42,7 +43,7 @@ BATCH = 500
 
 @contextmanager
 def server(db: Path, env: dict[str, str] | None = None) -> Iterator[httpx.Client]:
-    with serve(db, KEY, env=env) as served:
+    with EmbeddedServer(db, api_key=KEY, env=env, timeout_s=60) as served:
         headers = {"Authorization": f"Bearer {KEY}"}
         with httpx.Client(base_url=served.url, headers=headers, timeout=600) as client:
             yield client

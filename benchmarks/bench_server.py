@@ -36,7 +36,8 @@ import httpx
 import orjson
 import psutil
 import uuid_utils
-from _serve import serve
+
+from agentledger.integrations._embedded import EmbeddedServer
 
 KEY = "bench-key"
 BATCH = 500
@@ -45,7 +46,7 @@ ROUNDS = 5
 
 @contextmanager
 def server(db: Path) -> Iterator[tuple[str, psutil.Process]]:
-    with serve(db, KEY) as served:
+    with EmbeddedServer(db, api_key=KEY) as served:
         yield served.url, psutil.Process(served.pid)
 
 

@@ -42,7 +42,8 @@ def demo(
     ] = False,
 ) -> None:
     """Run a LangChain support agent against a ledger, then print its replay and why()."""
-    from agentledger.integrations._demo import DemoError, run_demo
+    from agentledger.integrations._demo import run_demo
+    from agentledger.integrations._embedded import EmbeddedServerError
 
     console = Console()
     try:
@@ -55,7 +56,7 @@ def demo(
             agent=agent,
             keep_serving=keep_serving,
         )
-    except DemoError as error:
+    except EmbeddedServerError as error:  # DemoError is one too
         console.print(f"[bold red]demo failed:[/] {escape(str(error))}")
         raise typer.Exit(2) from error
     raise typer.Exit(code)

@@ -17,17 +17,10 @@ OpenAI-compatible model through ``langchain-openai``.
 from __future__ import annotations
 
 import functools
-import importlib
 import os
-import secrets
-import socket
-import subprocess
-import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 import httpx
 import uuid_utils
@@ -38,6 +31,7 @@ from rich.markup import escape
 from agentledger.client import Ledger
 from agentledger.client import vocabulary as v
 from agentledger.client._config import DEFAULT_URL
+from agentledger.integrations._embedded import EmbeddedServer, EmbeddedServerError
 from agentledger.integrations._support_agent import (
     CUSTOMER_MESSAGE,
     build_support_agent,
@@ -50,123 +44,12 @@ from agentledger.integrations._timeline import (
 )
 from agentledger.integrations.langchain import LedgerCallbackHandler
 
-__all__ = ["DemoError", "EmbeddedServer", "run_demo"]
-
-#: Seconds to wait for the embedded server's ``/health``.
-SERVER_START_TIMEOUT_S = 30.0
+__all__ = ["DemoError", "run_demo"]
 
 
-class DemoError(RuntimeError):
-    """The demo could not run (server did not start, model unavailable...)."""
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class EmbeddedServer:
-    """``agentledger serve`` as a child process on 127.0.0.1 with a one-time dev key.
-
-    Args:
-        db: SQLite file of the ledger (created if missing).
-        timeout_s: seconds to wait for ``/health`` before giving up.
-
-    Use as a context manager; the process is terminated on exit (the SQLite file stays).
-
-    Raises:
-        DemoError: the server exited or did not answer ``/health`` within ``timeout_s``.
-    """
-
-    db: Path
-    timeout_s: float = SERVER_START_TIMEOUT_S
-    port: int = field(default_factory=_free_port)
-    api_key: str = field(default_factory=lambda: "demo-" + secrets.token_urlsafe(18))
-    _proc: subprocess.Popen[bytes] | None = None
-    _log: Path | None = None
-
-    @property
-    def url(self) -> str:
-        """Base URL, e.g. ``http://127.0.0.1:53117``."""
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> EmbeddedServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        """Start the process and wait until it answers ``/health``."""
-        try:  # fail with the real reason, not with the CLI's stand-in for a missing part
-            importlib.import_module("agentledger.server._cli")
-        except ImportError as error:
-            raise DemoError(
-                f"the embedded server cannot start: {error}. "
-                "Install it with pip install 'agentledger[server]', or pass --url."
-            ) from error
-        except Exception as error:  # a broken installation: say what broke
-            raise DemoError(
-                f"the embedded server cannot start: {type(error).__name__}: {error}"
-            ) from error
-        self._log = self.db.with_suffix(".server.log")
-        command = [
-            sys.executable,
-            "-c",
-            "from agentledger.client._cli import main; main()",
-            "serve",
-            "--db",
-            str(self.db),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--dev-key",
-            self.api_key,
-        ]
-        with open(self._log, "ab") as log:
-            self._proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + self.timeout_s
-        with httpx.Client(timeout=1.0) as http:
-            while time.monotonic() < deadline:
-                if self._proc.poll() is not None:
-                    raise DemoError(
-                        f"agentledger serve exited with code {self._proc.returncode}; "
-                        f"log: {self._log}\n{self._log.read_text(errors='replace')[-2000:]}"
-                    )
-                try:
-                    if http.get(f"{self.url}/health").status_code == 200:
-                        return
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.05)
-        self.stop()
-        raise DemoError(f"agentledger serve did not answer within {self.timeout_s} s ({self._log})")
-
-    def wait(self) -> None:
-        """Block until the process exits (Ctrl-C raises ``KeyboardInterrupt`` here)."""
-        if self._proc is not None:
-            self._proc.wait()
-
-    def stop(self) -> None:
-        """Terminate the process (SIGTERM, then SIGKILL after 10 s)."""
-        proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+class DemoError(EmbeddedServerError):
+    """The demo could not run (model unavailable...); a server that did not start raises
+    :class:`~agentledger.integrations._embedded.EmbeddedServerError`, its base."""
 
 
 def run_demo(
@@ -193,7 +76,8 @@ def run_demo(
             so its dashboard and API can be explored.
 
     Raises:
-        DemoError: the embedded server did not start, a real model was asked for and
+        EmbeddedServerError: the embedded server did not start.
+        DemoError: a real model was asked for and
             ``langchain-openai`` is missing, or the agent run failed.
     """
     try:

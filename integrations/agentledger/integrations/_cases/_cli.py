@@ -132,7 +132,7 @@ def run(
         load_object,
         run_suite,
     )
-    from agentledger.integrations._demo import DemoError
+    from agentledger.integrations._embedded import EmbeddedServerError
 
     console = Console(stderr=True)
     out = Console()
@@ -186,7 +186,7 @@ def run(
                 )
     except (SpecError, TypeError) as error:
         raise _fail(console, str(error), 2) from error
-    except DemoError as error:
+    except EmbeddedServerError as error:
         raise _fail(console, str(error), 2) from error
     if old is not None:
         suite.compare(old)

@@ -126,7 +126,7 @@ def ledger_target(
 
     Raises:
         SpecError: ``url`` without an API key (argument or ``AGENTLEDGER_API_KEY``).
-        agentledger.integrations._demo.DemoError: the embedded server did not start.
+        agentledger.integrations._embedded.EmbeddedServerError: the embedded server did not start.
     """
     if url is not None:
         key = api_key or os.environ.get("AGENTLEDGER_API_KEY")
@@ -138,7 +138,7 @@ def ledger_target(
         finally:
             ledger.close(timeout_s=10.0)
         return
-    from agentledger.integrations._demo import EmbeddedServer
+    from agentledger.integrations._embedded import EmbeddedServer
 
     with (
         tempfile.TemporaryDirectory(prefix="agentledger-cases-") as tmp,
