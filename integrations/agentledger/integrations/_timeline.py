@@ -18,6 +18,7 @@ from rich.text import Text
 
 from agentledger.client import vocabulary as v
 from agentledger.client._models import ChainReport, Event
+from agentledger.client._tree import depths as event_depths
 
 __all__ = ["describe", "print_chain_report", "print_timeline", "print_why_tree"]
 
@@ -89,22 +90,6 @@ def describe(event: Event, limit: int = 70) -> str:
     return f"{kind} {_short(d, limit)}"
 
 
-def _depths(events: Sequence[Event]) -> dict[str, int]:
-    by_id = {e.event_id: e for e in events}
-    depths: dict[str, int] = {}
-    for event in events:
-        chain: list[str] = []
-        current: Event | None = event
-        while current is not None and current.event_id not in depths:
-            chain.append(current.event_id)
-            parent = current.parent_id
-            current = by_id.get(parent) if parent and parent not in chain else None
-        base = depths[current.event_id] + 1 if current is not None else 0
-        for offset, event_id in enumerate(reversed(chain)):
-            depths[event_id] = base + offset
-    return depths
-
-
 def print_timeline(console: Console, events: Sequence[Event]) -> None:
     """The session replay, oldest first, indented by causal depth, with time offsets (ms)."""
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
@@ -114,7 +99,7 @@ def print_timeline(console: Console, events: Sequence[Event]) -> None:
         console.print("(no events)")
         return
     start = events[0].time()
-    depths = _depths(events)
+    depths = event_depths(events)
     for event in events:
         offset = (event.time() - start) / dt.timedelta(milliseconds=1)
         line = Text("  " * depths.get(event.event_id, 0))

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from typing import Annotated
 
 import typer
 
 __all__ = ["register"]
+
+# The app is imported only when ``serve`` runs (start-up time of every other command), so the
+# extra is checked here: without it the root CLI registers a stub naming the extra.
+for _dependency in ("fastapi", "uvicorn", "sqlalchemy"):
+    if importlib.util.find_spec(_dependency) is None:
+        raise ImportError(f"No module named {_dependency!r}", name=_dependency)
 
 
 def register(app: typer.Typer) -> None:

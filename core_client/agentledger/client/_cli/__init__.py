@@ -4,7 +4,9 @@ Client commands (``why``, ``replay``, ``verify``, ``export``, ``import``, ``tail
 this package. Commands of optional parts register themselves when their extra is installed:
 
 * ``agentledger.server._cli.register(app)`` adds ``serve`` (extra ``server``);
-* ``agentledger.integrations._cli.register(app)`` adds ``demo``, ``cases`` (extra ``langchain``).
+* ``agentledger.integrations._cli.register(app)`` adds ``demo``, ``cases`` (extra ``langchain``);
+* ``agentledger.integrations._mcp_cli.register(app)`` adds ``mcp`` (extra ``mcp``, checked when
+  it runs) and ``mcp-proxy`` (core client only).
 
 A part whose extra is missing is replaced by a command that names the extra to install, so
 ``agentledger serve`` without ``agentledger[server]`` says ``pip install 'agentledger[server]'``.
@@ -33,6 +35,7 @@ _PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("agentledger.client._cli.query_commands", "", ()),
     ("agentledger.server._cli", "server", ("serve",)),
     ("agentledger.integrations._cli", "langchain", ("demo", "cases")),
+    ("agentledger.integrations._mcp_cli", "", ()),
 )
 
 

@@ -26,6 +26,7 @@ from rich.text import Text
 from agentledger.client._client import Ledger
 from agentledger.client._errors import LedgerError
 from agentledger.client._models import ChainReport, Event
+from agentledger.client._tree import depths as event_depths
 
 __all__ = ["register"]
 
@@ -92,25 +93,12 @@ def _summary(data: dict[str, Any], width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _depths(events: list[Event]) -> dict[str, int]:
-    by_id = {e.event_id: e for e in events}
-    depths: dict[str, int] = {}
-    for event in events:
-        depth, current, seen = 0, event, set()
-        while current.parent_id and current.parent_id in by_id and current.event_id not in seen:
-            seen.add(current.event_id)
-            current = by_id[current.parent_id]
-            depth += 1
-        depths[event.event_id] = depth
-    return depths
-
-
 def _timeline(events: list[Event], title: str) -> Table:
     table = Table(title=title, show_lines=False, expand=False)
     table.add_column("time", style="dim", no_wrap=True)
     table.add_column("event", no_wrap=True)
     table.add_column("data", overflow="fold")
-    depths = _depths(events)
+    depths = event_depths(events)
     for event in events:
         style = "red" if event.event.endswith("_error") else "cyan"
         name = Text("  " * depths.get(event.event_id, 0)) + Text(event.event, style=style)
