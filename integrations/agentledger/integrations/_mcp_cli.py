@@ -17,22 +17,9 @@ from typing import Annotated
 import typer
 
 from agentledger.client import AsyncLedger, ConfigurationError, Ledger
+from agentledger.client._cli.commands import AgentOpt, KeyOpt, UrlOpt
 
 __all__ = ["register"]
-
-UrlOpt = Annotated[
-    str | None, typer.Option("--url", help="Server URL (env AGENTLEDGER_URL).", show_default=False)
-]
-KeyOpt = Annotated[
-    str | None,
-    typer.Option("--api-key", help="API key (env AGENTLEDGER_API_KEY).", show_default=False),
-]
-AgentOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--agent", help="Agent to read and log as (env AGENTLEDGER_AGENT).", show_default=False
-    ),
-]
 
 #: How long the proxy waits at exit for queued events to be sent or spilled (seconds).
 PROXY_FLUSH_TIMEOUT_S = 3.0
@@ -54,8 +41,7 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def mcp(url: UrlOpt = None, api_key: KeyOpt = None, agent: AgentOpt = None) -> None:
-    """Serve the ledger to MCP clients over stdio (why, impact, replay_session, search_events,
-    verify_chain, log_event, get_baseline, state_at, list_sessions)."""
+    """Serve the ledger as MCP tools over stdio (why, impact, replay, search, verify, log...)."""
     try:
         from agentledger.integrations.mcp import serve_stdio
     except ImportError as error:
@@ -84,8 +70,7 @@ def mcp_proxy(
         typer.Option(help="Session id for this run (default: a new mcp-proxy-<uuid>)."),
     ] = None,
 ) -> None:
-    """Run an MCP server (stdio) as a child, pass its messages through unchanged and log every
-    tool call and result to the ledger."""
+    """Run an MCP server as a child and log its tool calls (messages pass unchanged)."""
     from agentledger.integrations._mcp_proxy import McpProxyError, run_proxy
 
     _stderr_logging()

@@ -177,7 +177,7 @@ class LedgerTools:
         event_id: EventId,
         depth: Annotated[
             int, Field(description="Most ancestors to walk back.", ge=1, le=10_000)
-        ] = 10,
+        ] = 50,
     ) -> CallToolResult:
         """Explain an event: walk its causes back to the root (the user message, the first
         step) and return the chain root first, the event last. Use it on a wrong answer, a

@@ -82,11 +82,9 @@ def create_server(ledger: AsyncLedger, *, name: str = SERVER_NAME) -> MCPServer:
         :class:`LedgerTools` (per-session parents for ``log_event``), nothing global.
     """
     tools = LedgerTools(ledger)
-    server: MCPServer = MCPServer(name=name, instructions=_INSTRUCTIONS)
+    server: MCPServer = MCPServer(name=name, instructions=_INSTRUCTIONS, log_level="WARNING")
     for tool_name, title, hints in _TOOLS:
-        server.add_tool(
-            getattr(tools, tool_name), name=tool_name, title=title, annotations=hints
-        )
+        server.add_tool(getattr(tools, tool_name), name=tool_name, title=title, annotations=hints)
     return server
 
 
