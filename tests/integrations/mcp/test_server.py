@@ -291,3 +291,19 @@ async def test_wrong_api_key_is_a_tool_error(
     async with mcp_client(url=ledger_server.url, api_key="wrong-key-000000", agent=agent_name) as c:
         result = await c.call_tool("list_sessions", {})
     assert result.is_error and "401" in text_of(result)
+
+
+async def test_read_only_key_cannot_log_and_is_told_why(
+    mcp_client: McpFactory, ledger_server: ServerProcess, agent_name: str
+) -> None:
+    """Scopes are the server's: a read-only key reads through the MCP tools but its
+    ``log_event`` is refused, and the tool says the event was not stored."""
+    with Ledger(url=ledger_server.url, api_key=ledger_server.api_key, spill_dir=None) as admin:
+        key = admin.create_key("mcp-read-only", agent=agent_name, scope="read_only").key
+    assert key
+    async with mcp_client(url=ledger_server.url, api_key=key, agent=agent_name) as client:
+        logged = await client.call_tool("log_event", {"event": "note", "data": {"n": 1}})
+        listed = await client.call_tool("list_sessions", {})
+    assert logged.is_error and "not store" in text_of(logged), text_of(logged)
+    assert not listed.is_error
+    assert read_events(ledger_server.url, ledger_server.headers(), agent_name) == []
