@@ -65,8 +65,10 @@ Lifecycle: our stdin EOF closes the child's stdin; the child's stdout EOF ends t
 proxy waits for the child, logs what is left, flushes the ledger for at most
 ``flush_timeout_s`` and returns the child's exit code (``128 + N`` when signal N killed it).
 SIGTERM and SIGINT sent to the proxy are forwarded to the child; one received after the child
-exited cuts the final flush short. The proxy never writes anything but the child's bytes to
-stdout.
+exited cuts the final flush short. The child stays in the proxy's process group, so a signal
+sent to the whole group (a terminal's Ctrl-C, an MCP host killing the group) reaches it
+directly too, and it may then see that signal twice. The proxy never writes anything but the
+child's bytes to stdout.
 
 Errors::
 
@@ -732,59 +734,82 @@ class McpProxy:
         Raises:
             ChildStartError: the command was not found (``exit_code`` 127) or could not be
                 executed (126). Nothing is logged then.
+            RuntimeError: :meth:`run` was called before (a proxy runs once).
 
         The thread reading ``stdin_fd`` is a daemon: when the child exits first it may stay
         blocked in that read until the client closes its end.
         """
-        self.stats = ProxyStats()
-        self._child_exited = False
-        self._signalled_after_exit = False
+        if self._proc is not None:
+            raise RuntimeError("McpProxy.run() was already called; make a new McpProxy")
         proc = self._start_child()
         self._proc = proc
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         previous = self._install_signals()
         try:
-            calls = _CallLogger(
-                self.ledger,
-                self.session_id,
-                self.command,
-                max_line_bytes=self.max_line_bytes,
-                max_pending_calls=self.max_pending_calls,
-                stats=self.stats,
-            )
-            target = stderr if stderr is not None else getattr(sys.stderr, "buffer", None)
-            threads = [
-                threading.Thread(
-                    target=self._log_loop, args=(calls,), name="mcp-proxy-log", daemon=True
-                ),
-                threading.Thread(
-                    target=self._pump_up,
-                    args=(stdin_fd, proc.stdin),
-                    name="mcp-proxy-up",
-                    daemon=True,
-                ),
-                threading.Thread(
-                    target=self._pump_stderr,
-                    args=(proc.stderr, target),
-                    name="mcp-proxy-stderr",
-                    daemon=True,
-                ),
-            ]
-            for thread in threads:
-                thread.start()
-            self._pump_down(proc.stdout, stdout_fd)
-            returncode = proc.wait()
-            self._child_exited = True
-            exit_code = 128 - returncode if returncode < 0 else returncode
-            self.stats.exit_code = exit_code
-            self._queue.put(_End)
-            threads[0].join(DRAIN_TIMEOUT_S)
-            threads[2].join(1.0)  # a grandchild may still hold the child's stderr open
-            self._flush()
-            return exit_code
+            return self._proxy(proc, stdin_fd, stdout_fd, stderr)
+        except BaseException:  # our own failure: never leave the child running behind us
+            with contextlib.suppress(OSError):
+                proc.kill()
+            raise
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+    def _proxy(
+        self,
+        proc: subprocess.Popen[bytes],
+        stdin_fd: int,
+        stdout_fd: int,
+        stderr: BinaryIO | None,
+    ) -> int:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        calls = _CallLogger(
+            self.ledger,
+            self.session_id,
+            self.command,
+            max_line_bytes=self.max_line_bytes,
+            max_pending_calls=self.max_pending_calls,
+            stats=self.stats,
+        )
+        target = stderr if stderr is not None else getattr(sys.stderr, "buffer", None)
+        threads = [
+            threading.Thread(
+                target=self._log_loop, args=(calls,), name="mcp-proxy-log", daemon=True
+            ),
+            threading.Thread(
+                target=self._pump_up,
+                args=(stdin_fd, proc.stdin),
+                name="mcp-proxy-up",
+                daemon=True,
+            ),
+            threading.Thread(
+                target=self._pump_stderr,
+                args=(proc.stderr, target),
+                name="mcp-proxy-stderr",
+                daemon=True,
+            ),
+        ]
+        for thread in threads:
+            thread.start()
+        self._pump_down(proc.stdout, stdout_fd)
+        returncode = proc.wait()
+        self._child_exited = True
+        exit_code = 128 - returncode if returncode < 0 else returncode
+        self.stats.exit_code = exit_code
+        self._queue.put(_End)
+        self._join(threads[0], DRAIN_TIMEOUT_S)
+        self._join(threads[2], 1.0)  # a grandchild may still hold the child's stderr
+        self._flush()
+        return exit_code
+
+    def _join(self, thread: threading.Thread, timeout_s: float) -> None:
+        """Wait for ``thread`` at most ``timeout_s``; a signal after the child exited ends it."""
+        deadline = time.monotonic() + timeout_s
+        while thread.is_alive() and not self._signalled_after_exit:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            thread.join(min(0.05, left))
 
     def _flush(self) -> None:
         """Flush the ledger for at most ``flush_timeout_s``; a signal cuts it short."""
