@@ -7,7 +7,7 @@ two payloads: a small call (~100 bytes each way) and a large one (a 64 KiB argum
 back twice, ~130 KiB answer). Variants, each a long-lived process started once:
 
 * ``direct``: the MCP server alone (no proxy).
-* ``proxy, server up``: ``python -m agentledger.integrations._mcp_proxy`` wrapping the same
+* ``proxy, server up``: ``agentledger mcp-proxy`` (the console script) wrapping the same
   server, logging to an ``agentledger serve`` started here (loopback, temp SQLite).
 * ``proxy, server down``: the same, logging to a port nothing listens on (the client's spill
   directory is a temp directory, as in production where the spill is on).
@@ -137,9 +137,8 @@ class Peer:
 
 def proxy_command(url: str, key: str, agent: str, spill: Path, child: list[str]) -> list[str]:
     return [
-        sys.executable,
-        "-m",
-        "agentledger.integrations._mcp_proxy",
+        str(Path(sys.executable).parent / "agentledger"),
+        "mcp-proxy",
         "--url",
         url,
         "--api-key",

@@ -1,4 +1,4 @@
-"""The benchmarks still run (``--quick`` sizes): they share ``benchmarks/_serve.py`` and the
+"""The benchmarks still run (``--quick`` sizes): they share the embedded server helper and the
 public APIs, so a change elsewhere must not leave them broken until someone measures again.
 
 Only that they run and print their table is checked; numbers are measured by hand on a quiet
@@ -23,6 +23,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
         ("bench_server.py", "why() depth 1,000 over HTTP"),
         ("bench_query.py", "keyword search p50"),
         ("bench_cases.py", "check() on 1,000 events"),
+        ("bench_mcp_proxy.py", "proxy, server down"),
     ],
 )
 def test_benchmark_runs_quick(script: str, row: str) -> None:

@@ -12,17 +12,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from agentledger.client import AsyncLedger, ConfigurationError, Ledger
 from agentledger.client._cli.commands import AgentOpt, KeyOpt, UrlOpt
+from agentledger.integrations._mcp_proxy import (
+    DEFAULT_FLUSH_TIMEOUT_S,
+    ChildStartError,
+    run_proxy,
+)
 
 __all__ = ["register"]
-
-#: How long the proxy waits at exit for queued events to be sent or spilled (seconds).
-PROXY_FLUSH_TIMEOUT_S = 3.0
 
 
 def _stderr_logging() -> None:
@@ -69,24 +71,50 @@ def mcp_proxy(
         str | None,
         typer.Option(help="Session id for this run (default: a new mcp-proxy-<uuid>)."),
     ] = None,
+    spill_dir: Annotated[
+        str | None,
+        typer.Option(
+            help="Disk spill for events the ledger cannot take now (default: the client's, "
+            "env AGENTLEDGER_SPILL_DIR).",
+            show_default=False,
+        ),
+    ] = None,
+    no_spill: Annotated[
+        bool, typer.Option("--no-spill", help="No disk spill: undeliverable events are dropped.")
+    ] = False,
+    flush_timeout: Annotated[
+        float,
+        typer.Option(
+            help="Longest final flush after the server exits, seconds (MCP hosts send SIGTERM "
+            "about 2 s after closing stdin).",
+            min=0.0,
+        ),
+    ] = DEFAULT_FLUSH_TIMEOUT_S,
 ) -> None:
-    """Run an MCP server as a child and log its tool calls (messages pass unchanged)."""
-    from agentledger.integrations._mcp_proxy import McpProxyError, run_proxy
+    """Run an MCP server as a child and log its tool calls (messages pass unchanged).
 
+    Exit status: the child's (128+N when signal N ended it), 127/126 when the command cannot
+    be found/executed, 2 for a usage or configuration error.
+    """
     _stderr_logging()
+    if not command:
+        raise _fail("give the MCP server command after --")
+    spill: dict[str, Any] = {"spill_dir": None} if no_spill else {}
+    if spill_dir is not None and not no_spill:
+        spill["spill_dir"] = spill_dir
     try:
-        ledger = Ledger(url, api_key, agent, flush_timeout_s=PROXY_FLUSH_TIMEOUT_S)
+        ledger = Ledger(url, api_key, agent, **spill)
     except ConfigurationError as error:
         raise _fail(str(error)) from error
     if ledger.agent is None:
         ledger.close(timeout_s=0)
-        raise _fail("no agent: pass --agent or set AGENTLEDGER_AGENT")
+        raise _fail("no agent: pass --agent NAME or set AGENTLEDGER_AGENT")
     try:
-        code = run_proxy(command, ledger, session_id=session)
-    except McpProxyError as error:
-        raise _fail(str(error), getattr(error, "exit_code", 127)) from error
+        code = run_proxy(command, ledger, session_id=session, flush_timeout_s=flush_timeout)
+    except ChildStartError as error:
+        raise _fail(f"mcp-proxy: {error}", error.exit_code) from error
     finally:
-        ledger.close(timeout_s=PROXY_FLUSH_TIMEOUT_S)
+        ledger.close(timeout_s=0.0)  # what the final flush could not send goes to the spill
     raise typer.Exit(code)
 
 

@@ -1,10 +1,9 @@
 """MCP proxy: run an MCP server (stdio transport) as a child, pass its messages through
 unchanged, and log each tool call and its outcome to the ledger.
 
-Usage (the CLI command ``agentledger mcp-proxy`` calls :func:`run_proxy`)::
+Usage (the CLI command ``agentledger mcp-proxy``, in ``_mcp_cli``, calls :func:`run_proxy`)::
 
     agentledger mcp-proxy --agent A -- COMMAND ARGS...
-    python -m agentledger.integrations._mcp_proxy --agent A -- COMMAND ARGS...
 
 The proxy speaks raw JSON-RPC over stdio and imports no MCP SDK, so it works with only the
 core client installed. The MCP host starts the proxy in place of the server; the proxy starts
@@ -79,8 +78,6 @@ Errors::
 
 from __future__ import annotations
 
-import argparse
-import collections
 import contextlib
 import logging
 import os
@@ -92,15 +89,12 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from types import FrameType
 from typing import IO, Any, BinaryIO, Final
 
-import orjson
-
-from agentledger.client import ConfigurationError, EventRef, Ledger
-from agentledger.client import vocabulary as v
+from agentledger.client import Ledger
 from agentledger.client._guard import capture_internal_exceptions
+from agentledger.integrations._mcp_proxy_calls import DOWN, UP, CallLogger, ProxyStats
 
 __all__ = [
     "DEFAULT_FLUSH_TIMEOUT_S",
@@ -111,7 +105,6 @@ __all__ = [
     "McpProxy",
     "McpProxyError",
     "ProxyStats",
-    "main",
     "run_proxy",
 ]
 
@@ -130,10 +123,6 @@ DEFAULT_MAX_PENDING_CALLS: Final = 10_000
 DEFAULT_FLUSH_TIMEOUT_S: Final = 1.0
 #: Seconds the proxy waits for the logging thread to finish its backlog after the child exited.
 DRAIN_TIMEOUT_S: Final = 5.0
-
-_UP: Final = 0  # client -> server
-_DOWN: Final = 1  # server -> client
-_SERVER_INFO_META: Final = "io.modelcontextprotocol/serverInfo"
 
 
 class McpProxyError(Exception):
@@ -155,362 +144,6 @@ class ChildStartError(McpProxyError):
         self.exit_code = exit_code
         self.reason = reason
         super().__init__(f"cannot start MCP server {self.command[0]!r}: {reason}")
-
-
-@dataclass
-class ProxyStats:
-    """Counters of one proxy run (read them after :meth:`McpProxy.run`).
-
-    Attributes:
-        calls: ``tool_call`` events logged.
-        results: ``tool_result`` events logged.
-        errors: ``tool_error`` events logged.
-        unlogged_chunks: chunks forwarded but not logged (the hand-off queue was full).
-        unlogged_lines: message lines forwarded but not logged (longer than the line cap).
-        exit_code: the child's exit code (``None`` while it runs).
-    """
-
-    calls: int = 0
-    results: int = 0
-    errors: int = 0
-    unlogged_chunks: int = 0
-    unlogged_lines: int = 0
-    exit_code: int | None = None
-
-
-class _Framer:
-    """Splits one direction's byte stream into newline-terminated lines (logging side)."""
-
-    def __init__(self, max_line_bytes: int) -> None:
-        self._max = max_line_bytes
-        self._buf = bytearray()
-        self._skipping = False  # inside a line that is too long or was cut by a lost chunk
-        self.skipped = 0
-
-    def lines(self, chunk: bytes, gap: bool) -> list[bytes]:
-        """Complete lines (without the newline) ending in ``chunk``.
-
-        Args:
-            chunk: the next bytes of the stream.
-            gap: bytes were lost just before ``chunk``: the line they cut is dropped.
-        """
-        if gap:
-            self._buf.clear()
-            self._skipping = True
-        out: list[bytes] = []
-        start = 0
-        while (end := chunk.find(b"\n", start)) >= 0:
-            if self._skipping:
-                self._skipping = False
-            elif self._buf:
-                self._buf += chunk[start:end]
-                if len(self._buf) <= self._max:
-                    out.append(bytes(self._buf))
-                else:
-                    self.skipped += 1
-                self._buf.clear()
-            elif end - start <= self._max:
-                out.append(chunk[start:end])
-            else:
-                self.skipped += 1
-            start = end + 1
-        if start < len(chunk) and not self._skipping:
-            if len(self._buf) + len(chunk) - start > self._max:
-                self._buf.clear()
-                self._skipping = True
-                self.skipped += 1
-            else:
-                self._buf += chunk[start:]
-        return out
-
-
-def _id_key(value: Any) -> tuple[str, Any] | None:
-    """Hashable key of a JSON-RPC id (``1`` and ``"1"`` differ), ``None`` when invalid."""
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        return None
-    return (type(value).__name__, value)
-
-
-@dataclass
-class _Pending:
-    ref: EventRef
-    tool: str
-    call_id: str
-    started_ns: int  # monotonic
-
-
-class _CallLogger:
-    """State of the logging thread: pairs tool calls with their outcomes and logs them."""
-
-    def __init__(
-        self,
-        ledger: Ledger,
-        session_id: str,
-        command: Sequence[str],
-        *,
-        max_line_bytes: int,
-        max_pending_calls: int,
-        stats: ProxyStats,
-    ) -> None:
-        self._ledger = ledger
-        self._session_id = session_id
-        self._command = command
-        self._started_wall_ns = time.time_ns()
-        self._framers = (_Framer(max_line_bytes), _Framer(max_line_bytes))
-        self._pending: collections.OrderedDict[tuple[str, Any], _Pending] = (
-            collections.OrderedDict()
-        )
-        self._max_pending = max_pending_calls
-        self._session: EventRef | None = None
-        self._warned_drop = False
-        self.stats = stats
-
-    # -- input -------------------------------------------------------------------------
-
-    def feed(self, direction: int, chunk: bytes, wall_ns: int, mono_ns: int, gap: bool) -> None:
-        """Take one forwarded chunk; log the tool events of the lines it completes."""
-        if gap:
-            self._warn_drop()
-        framer = self._framers[direction]
-        lines = framer.lines(chunk, gap)
-        self.stats.unlogged_lines = self._framers[0].skipped + self._framers[1].skipped
-        for line in lines:
-            with capture_internal_exceptions("mcp_proxy.message"):
-                self._line(direction, line, wall_ns, mono_ns)
-
-    def _warn_drop(self) -> None:
-        if not self._warned_drop:
-            self._warned_drop = True
-            logger.warning(
-                "agentledger mcp-proxy: the logging thread fell behind; some messages were "
-                "forwarded but not logged (counted in session_end.stats.unlogged_chunks)"
-            )
-
-    def _line(self, direction: int, line: bytes, wall_ns: int, mono_ns: int) -> None:
-        if not line.strip():
-            return
-        try:
-            message = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return  # not JSON-RPC (some servers print banners): forwarded, not logged
-        if isinstance(message, list):
-            for element in message:
-                self._message(direction, element, wall_ns, mono_ns)
-        else:
-            self._message(direction, message, wall_ns, mono_ns)
-
-    def _message(self, direction: int, message: Any, wall_ns: int, mono_ns: int) -> None:
-        if not isinstance(message, dict):
-            return
-        method = message.get("method")
-        if direction == _UP:
-            if method == "tools/call" and "id" in message:
-                self._call(message, wall_ns, mono_ns)
-            elif method == "notifications/cancelled" and "id" not in message:
-                self._cancelled(message, wall_ns, mono_ns)
-            return
-        if method is not None or "id" not in message:
-            return  # a request or notification from the server, never a tool call's answer
-        if self._session is None:
-            self._start_session(message.get("result"))
-        if "result" in message or "error" in message:
-            self._response(message, wall_ns, mono_ns)
-
-    # -- events ------------------------------------------------------------------------
-
-    def _start_session(self, result: Any) -> EventRef:
-        data: dict[str, Any] = {
-            "framework": "mcp",
-            "command": os.path.basename(self._command[0]),
-            "args": len(self._command) - 1,
-        }
-        if isinstance(result, dict):
-            info = result.get("serverInfo")  # initialize (handshake-era protocol)
-            meta = result.get("_meta")
-            if not isinstance(info, dict) and isinstance(meta, dict):
-                info = meta.get(_SERVER_INFO_META)  # 2026-07-28 protocol: on every result
-            if isinstance(info, dict):
-                data["server"] = {k: info[k] for k in ("name", "version") if k in info}
-        self._session = self._ledger.log(
-            v.SESSION_START,
-            data,
-            session_id=self._session_id,
-            timestamp=self._started_wall_ns / 1e9,
-        )
-        return self._session
-
-    def _call(self, message: dict[str, Any], wall_ns: int, mono_ns: int) -> None:
-        session = self._session or self._start_session(None)
-        params = message.get("params")
-        params = params if isinstance(params, dict) else {}
-        name = params.get("name")
-        tool = name if isinstance(name, str) else str(name)
-        args = params.get("arguments")
-        if args is None:
-            args = {}
-        elif not isinstance(args, dict):
-            args = {"value": args}
-        call_id = str(message["id"])
-        ref = self._ledger.log(
-            v.TOOL_CALL,
-            {"tool": tool, "args": args, "call_id": call_id},
-            session_id=self._session_id,
-            parent_id=session,
-            timestamp=wall_ns / 1e9,
-        )
-        self.stats.calls += 1
-        key = _id_key(message["id"])
-        if key is None:
-            return  # an invalid id cannot be answered: the call stays without an outcome
-        older = self._pending.pop(key, None)
-        if older is not None:
-            self._error(older, "superseded", "a new request reused this id", mono_ns)
-        self._pending[key] = _Pending(ref, tool, call_id, mono_ns)
-        if len(self._pending) > self._max_pending:
-            _, oldest = self._pending.popitem(last=False)
-            self._error(
-                oldest,
-                "evicted",
-                f"no response among the last {self._max_pending} calls; no longer tracked",
-                mono_ns,
-            )
-
-    def _response(self, message: dict[str, Any], wall_ns: int, mono_ns: int) -> None:
-        key = _id_key(message.get("id"))
-        pending = self._pending.pop(key, None) if key is not None else None
-        if pending is None:
-            return  # the answer to another request (initialize, tools/list...)
-        if "error" in message:
-            error = message["error"]
-            error = error if isinstance(error, dict) else {"message": error}
-            self._error(
-                pending,
-                "jsonrpc_error",
-                str(error.get("message")),
-                mono_ns,
-                wall_ns=wall_ns,
-                code=error.get("code"),
-            )
-            return
-        result = message.get("result")
-        if not isinstance(result, dict):
-            self._result(pending, result, "ok", wall_ns, mono_ns)
-        elif result.get("isError") is True:
-            self._error(pending, "tool_error", _content_text(result), mono_ns, wall_ns=wall_ns)
-        elif result.get("resultType", "complete") not in (None, "complete"):
-            kept = {k: val for k, val in result.items() if k != "_meta"}
-            self._result(pending, kept, str(result["resultType"]), wall_ns, mono_ns)
-        elif "structuredContent" in result:
-            self._result(pending, result["structuredContent"], "ok", wall_ns, mono_ns)
-        else:
-            self._result(pending, result.get("content"), "ok", wall_ns, mono_ns)
-
-    def _cancelled(self, message: dict[str, Any], wall_ns: int, mono_ns: int) -> None:
-        params = message.get("params")
-        if not isinstance(params, dict):
-            return
-        key = _id_key(params.get("requestId"))
-        pending = self._pending.pop(key, None) if key is not None else None
-        if pending is not None:
-            reason = params.get("reason")
-            text = reason if isinstance(reason, str) and reason else "cancelled by the client"
-            self._error(pending, "cancelled", text, mono_ns, wall_ns=wall_ns)
-
-    def _result(
-        self, pending: _Pending, result: Any, status: str, wall_ns: int, mono_ns: int
-    ) -> None:
-        self._ledger.log(
-            v.TOOL_RESULT,
-            {
-                "tool": pending.tool,
-                "result": result,
-                "call_id": pending.call_id,
-                "duration_ms": _ms(mono_ns - pending.started_ns),
-                "status": status,
-            },
-            session_id=self._session_id,
-            parent_id=pending.ref,
-            timestamp=wall_ns / 1e9,
-        )
-        self.stats.results += 1
-
-    def _error(
-        self,
-        pending: _Pending,
-        kind: str,
-        text: str,
-        mono_ns: int,
-        *,
-        wall_ns: int | None = None,
-        code: Any = None,
-    ) -> None:
-        data: dict[str, Any] = {
-            "tool": pending.tool,
-            "error": text,
-            "type": kind,
-            "call_id": pending.call_id,
-            "duration_ms": _ms(mono_ns - pending.started_ns),
-        }
-        if code is not None:
-            data["code"] = code
-        self._ledger.log(
-            v.TOOL_ERROR,
-            data,
-            session_id=self._session_id,
-            parent_id=pending.ref,
-            timestamp=None if wall_ns is None else wall_ns / 1e9,
-        )
-        self.stats.errors += 1
-
-    def finish(self, exit_code: int) -> None:
-        """Close the calls left open and log ``session_end`` (after the child exited)."""
-        now = time.monotonic_ns()
-        while self._pending:
-            _, pending = self._pending.popitem(last=False)
-            with capture_internal_exceptions("mcp_proxy.finish_call"):
-                self._error(
-                    pending,
-                    "no_response",
-                    f"the server exited (code {exit_code}) without answering",
-                    now,
-                )
-        if self.stats.unlogged_chunks:
-            self._warn_drop()
-        session = self._session or self._start_session(None)
-        self.stats.exit_code = exit_code
-        stats = self.stats
-        self._ledger.log(
-            v.SESSION_END,
-            {
-                "stats": {
-                    "calls": stats.calls,
-                    "errors": stats.errors,
-                    "exit_code": exit_code,
-                    "unlogged_chunks": stats.unlogged_chunks,
-                    "unlogged_lines": stats.unlogged_lines,
-                }
-            },
-            session_id=self._session_id,
-            parent_id=session,
-        )
-
-
-def _ms(duration_ns: int) -> float:
-    return round(duration_ns / 1e6, 3)
-
-
-def _content_text(result: dict[str, Any]) -> str:
-    """The text of a tool result's ``content`` blocks (an error message), or its JSON."""
-    content = result.get("content")
-    if isinstance(content, list):
-        texts = [
-            block["text"]
-            for block in content
-            if isinstance(block, dict) and isinstance(block.get("text"), str)
-        ]
-        if texts:
-            return "\n".join(texts)
-    return orjson.dumps(content, default=str).decode()
 
 
 def _write_all(fd: int, data: bytes) -> bool:
@@ -623,7 +256,7 @@ class McpProxy:
                     break
                 # Handed off before the write: the logging thread then always sees a request
                 # before the child can answer it.
-                self._hand_off(_UP, chunk)
+                self._hand_off(UP, chunk)
                 if not _write_all(child_fd, chunk):
                     break  # the child closed its stdin (or exited)
         finally:
@@ -644,7 +277,7 @@ class McpProxy:
             if client_open:
                 # Client gone: keep draining the child so that it never blocks on a write.
                 client_open = _write_all(stdout_fd, chunk)
-            self._hand_off(_DOWN, chunk)
+            self._hand_off(DOWN, chunk)
         child_stdout.close()
 
     @staticmethod
@@ -668,7 +301,7 @@ class McpProxy:
 
     # -- logging thread ----------------------------------------------------------------
 
-    def _log_loop(self, calls: _CallLogger) -> None:
+    def _log_loop(self, calls: CallLogger) -> None:
         while True:
             item = self._queue.get()
             if item is _End:
@@ -763,7 +396,7 @@ class McpProxy:
         stderr: BinaryIO | None,
     ) -> int:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        calls = _CallLogger(
+        calls = CallLogger(
             self.ledger,
             self.session_id,
             self.command,
@@ -851,79 +484,3 @@ def run_proxy(
         command, ledger, session_id=session_id, env=env, flush_timeout_s=flush_timeout_s
     )
     return proxy.run()
-
-
-_USAGE = (
-    "python -m agentledger.integrations._mcp_proxy [--url URL] [--api-key KEY] [--agent NAME]\n"
-    "       [--session ID] [--spill-dir DIR | --no-spill] [--flush-timeout S] -- COMMAND ARGS..."
-)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry: parse ``argv``, proxy, return the exit code.
-
-    ``argv`` (default ``sys.argv[1:]``) is options, ``--``, then the server's command::
-
-        --url URL          ledger server (default env AGENTLEDGER_URL, else the client default)
-        --api-key KEY      API key (default env AGENTLEDGER_API_KEY)
-        --agent NAME       agent the events are logged under (default env AGENTLEDGER_AGENT)
-        --session ID       session id (default mcp-proxy-<uuid>)
-        --spill-dir DIR    disk spill of the client (default: the client's default)
-        --no-spill         no disk spill: events the server cannot take are dropped
-        --flush-timeout S  longest final flush, seconds (default 1.0)
-
-    Returns:
-        the child's exit code; 127/126 when the command cannot be started; 2 for a usage or
-        configuration error. Messages go to stderr only.
-    """
-    args = list(sys.argv[1:] if argv is None else argv)
-    if "--" not in args:
-        sys.stderr.write(f"usage: {_USAGE}\nerror: give the MCP server command after --\n")
-        return 2
-    split = args.index("--")
-    options, command = args[:split], args[split + 1 :]
-    parser = argparse.ArgumentParser(
-        prog="python -m agentledger.integrations._mcp_proxy", usage=_USAGE
-    )
-    parser.add_argument("--url")
-    parser.add_argument("--api-key")
-    parser.add_argument("--agent")
-    parser.add_argument("--session")
-    spill = parser.add_mutually_exclusive_group()
-    spill.add_argument("--spill-dir")
-    spill.add_argument("--no-spill", action="store_true")
-    parser.add_argument("--flush-timeout", type=float, default=DEFAULT_FLUSH_TIMEOUT_S)
-    try:
-        parsed = parser.parse_args(options)
-    except SystemExit as stop:  # argparse already wrote the message to stderr
-        return int(stop.code or 0)
-    if not command:
-        sys.stderr.write("error: give the MCP server command after --\n")
-        return 2
-    agent = parsed.agent or os.environ.get("AGENTLEDGER_AGENT")
-    if not agent:
-        sys.stderr.write("error: give --agent NAME (or set AGENTLEDGER_AGENT)\n")
-        return 2
-    spill_kwargs: dict[str, Any] = {}
-    if parsed.no_spill:
-        spill_kwargs["spill_dir"] = None
-    elif parsed.spill_dir:
-        spill_kwargs["spill_dir"] = parsed.spill_dir
-    try:
-        ledger = Ledger(url=parsed.url, api_key=parsed.api_key, agent=agent, **spill_kwargs)
-    except ConfigurationError as error:
-        sys.stderr.write(f"error: {error}\n")
-        return 2
-    try:
-        return run_proxy(
-            command, ledger, session_id=parsed.session, flush_timeout_s=parsed.flush_timeout
-        )
-    except ChildStartError as error:
-        sys.stderr.write(f"agentledger mcp-proxy: {error}\n")
-        return error.exit_code
-    finally:
-        ledger.close(timeout_s=0.0)  # what the final flush could not send goes to the spill
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""The MCP proxy (``python -m agentledger.integrations._mcp_proxy``) between a real MCP client
+"""The MCP proxy (``agentledger mcp-proxy``) between a real MCP client
 and a real MCP server child (``proxy_child.py``), logging to a real ``agentledger serve``.
 
 Checked: the logged tree (every outcome the child of its own call, by JSON-RPC id, also for
@@ -31,7 +31,7 @@ from _events import Stored, read_events
 from agentledger.client import Ledger
 from agentledger.client import vocabulary as v
 from agentledger.integrations._mcp_proxy import McpProxy
-from conftest import ServerProcess, free_port
+from conftest import ServerProcess, agentledger_executable, free_port
 
 pytestmark = pytest.mark.mcp
 
@@ -42,9 +42,8 @@ RAW_CHILD = [sys.executable, CHILD, "raw"]
 
 def proxy_argv(url: str, api_key: str, agent: str, child: list[str], *options: str) -> list[str]:
     return [
-        sys.executable,
-        "-m",
-        "agentledger.integrations._mcp_proxy",
+        agentledger_executable(),
+        "mcp-proxy",
         "--url",
         url,
         "--api-key",
@@ -420,9 +419,9 @@ def test_command_not_executable_exits_126(
 
 
 def test_usage_errors_exit_2(env: dict[str, str]) -> None:
-    base = [sys.executable, "-m", "agentledger.integrations._mcp_proxy"]
+    base = [agentledger_executable(), "mcp-proxy"]
     no_command = run_proxy_cli([*base, "--agent", "a", "--api-key", "k"], env)
-    assert no_command.returncode == 2 and b"after --" in no_command.stderr
+    assert no_command.returncode == 2 and b"Missing argument" in no_command.stderr
     no_agent = run_proxy_cli([*base, "--api-key", "k", "--", sys.executable], env)
     assert no_agent.returncode == 2 and b"--agent" in no_agent.stderr
     assert no_command.stdout == no_agent.stdout == b""
