@@ -12,6 +12,9 @@ Built on the official ``mcp`` Python SDK, 2.x (``MCPServer``), imported here onl
 extra, importing this module raises an ``ImportError`` that says
 ``pip install 'agentledger[mcp]'``.
 
+The proxy (``agentledger mcp-proxy``: :class:`McpProxy`, :func:`run_proxy`) is re-exported
+here; it lives in :mod:`agentledger.integrations._mcp_proxy` and needs no MCP SDK.
+
 stdout belongs to the protocol: nothing else is ever written there; the client's own warnings go
 to the ``agentledger`` logger (stderr).
 """
@@ -29,9 +32,27 @@ except ImportError as error:  # pragma: no cover - exercised without the extra o
     ) from error
 
 from agentledger.client import AsyncLedger
+from agentledger.integrations._mcp_proxy import (
+    ChildStartError,
+    McpProxy,
+    McpProxyError,
+    ProxyStats,
+    run_proxy,
+)
 from agentledger.integrations._mcp_tools import LedgerTools
 
-__all__ = ["SERVER_NAME", "TOOL_NAMES", "LedgerTools", "create_server", "serve_stdio"]
+__all__ = [
+    "SERVER_NAME",
+    "TOOL_NAMES",
+    "ChildStartError",
+    "LedgerTools",
+    "McpProxy",
+    "McpProxyError",
+    "ProxyStats",
+    "create_server",
+    "run_proxy",
+    "serve_stdio",
+]
 
 #: The server name MCP clients show.
 SERVER_NAME: Final = "agentledger"

@@ -4,15 +4,20 @@ environment, and the command started by the SDK's stdio client exactly as config
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters, stdio_client
 
+from _events import Stored, read_events
+from agentledger.client import vocabulary as v
 from conftest import ServerProcess, agentledger_executable
 
 from .conftest import text_of
@@ -74,9 +79,38 @@ async def test_readme_agentledger_mcp_config_works(
 
 def test_readme_names_an_absolute_script_path_and_every_tool() -> None:
     configs = readme_configs()
-    assert set(configs) >= {"agentledger"}
+    assert set(configs) >= {"agentledger", "filesystem"}
     readme = (ROOT / "README.md").read_text()
     from agentledger.integrations.mcp import TOOL_NAMES
 
     for name in TOOL_NAMES:
         assert f"`{name}(" in readme, name
+
+
+async def test_readme_mcp_proxy_config_works(
+    ledger_server: ServerProcess, tmp_path: Path, agent_name: str
+) -> None:
+    """The README's proxy entry, with the wrapped server swapped for the test's SDK server
+    (no npx here) and the README's agent name for this test's own."""
+    entry = dict(readme_configs()["filesystem"])
+    args = list(entry["args"])
+    split = args.index("--")
+    assert args[0] == "mcp-proxy" and args[split + 1] == "npx"
+    child = [sys.executable, str(Path(__file__).with_name("proxy_child.py")), "sdk"]
+    entry["args"] = [agent_name if a == "fs-tools" else a for a in args[: split + 1]] + child
+    params = as_configured(entry, ledger_server, tmp_path)
+    with open(tmp_path / "stderr.log", "w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            added = await client.call_tool("add", {"a": 2, "b": 3})
+    assert added.structured_content == {"sum": 5}
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        stored = Stored(read_events(ledger_server.url, ledger_server.headers(), agent_name))
+        if stored.of(v.SESSION_END):
+            break
+        await asyncio.sleep(0.1)
+    call = stored.one(v.TOOL_CALL, tool="add")
+    result = stored.one(v.TOOL_RESULT, tool="add")
+    assert call["data"]["args"] == {"a": 2, "b": 3}
+    assert result["parent_id"] == call["event_id"]
+    assert result["data"]["result"] == {"sum": 5}
