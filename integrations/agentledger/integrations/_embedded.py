@@ -104,7 +104,7 @@ class EmbeddedServer:
     def start(self) -> None:
         """Start the process and wait until it answers ``/health``."""
         try:  # fail with the real reason, not with the CLI's stand-in for a missing part
-            importlib.import_module("agentledger.server._cli")
+            importlib.import_module("agentledger.server._app")  # the app and all it imports
         except ImportError as error:
             raise EmbeddedServerError(
                 f"the embedded server cannot start: {error}. "
