@@ -16,6 +16,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
+from urllib.parse import quote
 
 import httpx
 import uuid_utils
@@ -86,6 +87,13 @@ class Call(Generic[T]):
     params: dict[str, Any] | None = None
     json: Any = None
     expect_json: bool = True
+
+
+def _seg(value: str) -> str:
+    """``value`` as one URL path segment: every reserved character percent-encoded (RFC 3986
+    section 3.3), so a session id such as ``a/b``, ``x?y`` or ``../other`` names exactly itself
+    (httpx would otherwise split it or remove its dot segments)."""
+    return quote(str(value), safe="")
 
 
 def _drop_none(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -479,15 +487,17 @@ class BaseLedger:
         return name
 
     def _call_get_event(self, event_id: str) -> Call[Event]:
-        return Call("GET", f"/v1/events/{event_id}", Event.from_wire)
+        return Call("GET", f"/v1/events/{_seg(event_id)}", Event.from_wire)
 
     def _call_why(self, event_id: str, depth: int) -> Call[WhyResult]:
-        return Call("GET", f"/v1/events/{event_id}/why", WhyResult.from_wire, {"depth": depth})
+        return Call(
+            "GET", f"/v1/events/{_seg(event_id)}/why", WhyResult.from_wire, {"depth": depth}
+        )
 
     def _call_impact(self, event_id: str, limit: int | None) -> Call[ImpactResult]:
         return Call(
             "GET",
-            f"/v1/events/{event_id}/impact",
+            f"/v1/events/{_seg(event_id)}/impact",
             ImpactResult.from_wire,
             _drop_none({"limit": limit}),
         )
@@ -496,7 +506,7 @@ class BaseLedger:
         self, session_id: str, agent: str | None, limit: int, all_agents: bool
     ) -> Call[list[Event]]:
         params = _drop_none({"agent": None if all_agents else agent or self.agent, "limit": limit})
-        return Call("GET", f"/v1/sessions/{session_id}/events", _replay_events, params)
+        return Call("GET", f"/v1/sessions/{_seg(session_id)}/events", _replay_events, params)
 
     def _call_sessions(self, agent: str | None, limit: int) -> Call[list[Session]]:
         params = _drop_none({"agent": agent or self.agent, "limit": limit})
@@ -560,7 +570,7 @@ class BaseLedger:
         params = _drop_none({"recent_window": recent_window, "window": window})
         return Call(
             "GET",
-            f"/v1/agents/{name}/baseline",
+            f"/v1/agents/{_seg(name)}/baseline",
             lambda body: BaselineReport.from_wire(name, body),
             params,
         )
@@ -576,7 +586,7 @@ class BaseLedger:
         params = _drop_none({"window": window, "from_ts": _iso(from_ts), "to_ts": _iso(to_ts)})
         return Call(
             "GET",
-            f"/v1/agents/{name}/behavior-change",
+            f"/v1/agents/{_seg(name)}/behavior-change",
             lambda body: BaselineReport.from_wire(name, body),
             params,
         )
@@ -615,7 +625,7 @@ class BaseLedger:
 
     def _call_memory_diff(self, session_id: str, agent: str | None) -> Call[SessionDiff]:
         params = _drop_none({"agent": agent or self.agent})
-        return Call("GET", f"/v1/memory/diff/{session_id}", SessionDiff.from_wire, params)
+        return Call("GET", f"/v1/memory/diff/{_seg(session_id)}", SessionDiff.from_wire, params)
 
     def _call_agents(self) -> Call[list[AgentInfo]]:
         return Call("GET", "/v1/agents", _list_of(AgentInfo.from_wire))
@@ -632,7 +642,7 @@ class BaseLedger:
         return Call("GET", "/v1/keys", _list_of(ApiKey.from_wire))
 
     def _call_revoke_key(self, key_id: str) -> Call[None]:
-        return Call("DELETE", f"/v1/keys/{key_id}", lambda _: None, expect_json=False)
+        return Call("DELETE", f"/v1/keys/{_seg(key_id)}", lambda _: None, expect_json=False)
 
     def _call_health(self) -> Call[dict[str, Any]]:
         return Call("GET", "/health", lambda body: dict(body or {}))

@@ -35,6 +35,7 @@ def _stderr_logging() -> None:
         handler.setFormatter(logging.Formatter("agentledger %(levelname)s %(name)s: %(message)s"))
         log.addHandler(handler)
         log.setLevel(logging.WARNING)
+        log.propagate = False  # the MCP SDK puts its own handler on the root logger
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:

@@ -33,6 +33,7 @@ from agentledger.client import (
     NotFoundError,
     TransportError,
 )
+from agentledger.client._config import AGENT_NAME_RE
 from agentledger.client._models import Event
 from agentledger.client._tree import depths
 from agentledger.integrations._timeline import describe
@@ -43,6 +44,10 @@ __all__ = ["MAX_SESSION_PARENTS", "LedgerTools"]
 MAX_SESSION_PARENTS: Final = 10_000
 #: Strings longer than this (characters) are cut in structured results, with a marker.
 MAX_STRING_CHARS: Final = 4_000
+#: Levels of indentation in tree text; deeper events carry "(depth N)" instead.
+MAX_INDENT_LEVELS: Final = 12
+#: Most events ``replay_session`` and ``impact`` return in one call.
+MAX_EVENTS_PER_CALL: Final = 10_000
 #: How long ``log_event`` waits for the event to be stored before answering "queued" (seconds).
 LOG_CONFIRM_TIMEOUT_S: Final = 5.0
 
@@ -61,8 +66,7 @@ AgentName = Annotated[
     str | None,
     Field(
         description="Agent whose data to read (default: the agent this server was started for).",
-        min_length=1,
-        max_length=255,
+        pattern=AGENT_NAME_RE.pattern,
     ),
 ]
 SessionId = Annotated[str, Field(description="A session id.", min_length=1, max_length=255)]
@@ -100,9 +104,13 @@ def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
 
 
 def _line(event: Event, depth: int = 0) -> str:
+    """One event as a line, indented two spaces per level up to :data:`MAX_INDENT_LEVELS`
+    (deeper levels say their depth instead, so the text grows linearly with the events)."""
     clock = event.timestamp.split("T", 1)[-1][:12]
     session = f" session={event.session_id}" if event.session_id else ""
-    return f"{'  ' * depth}- {clock} {describe(event, 100)}  [{event.event_id}{session}]"
+    pad = "  " * min(depth, MAX_INDENT_LEVELS)
+    deeper = f"(depth {depth}) " if depth > MAX_INDENT_LEVELS else ""
+    return f"{pad}- {deeper}{clock} {describe(event, 100)}  [{event.event_id}{session}]"
 
 
 def _tree_text(events: Sequence[Event]) -> list[str]:
@@ -191,7 +199,7 @@ class LedgerTools:
         else:
             status = f"stopped after {depth} ancestors (raise depth to go further)"
         lines = [f"why {event_id}: {result.chain_length} events, root first ({status})"]
-        lines += [_line(e, i) for i, e in enumerate(result.chain)]
+        lines += [_line(e, i) for i, e in enumerate(result.chain)]  # capped indentation
         return _result(
             "\n".join(lines),
             {
@@ -208,7 +216,8 @@ class LedgerTools:
         self,
         event_id: EventId,
         limit: Annotated[
-            int, Field(description="Most descendant events to return.", ge=1, le=100_000)
+            int,
+            Field(description="Most descendant events to return.", ge=1, le=MAX_EVENTS_PER_CALL),
         ] = 1_000,
     ) -> CallToolResult:
         """Everything that descended from an event: every later step that was caused, directly
@@ -235,32 +244,37 @@ class LedgerTools:
         self,
         session_id: SessionId,
         limit: Annotated[
-            int, Field(description="Most events to return (oldest first).", ge=1, le=100_000)
+            int,
+            Field(
+                description="Most events to return (oldest first).", ge=1, le=MAX_EVENTS_PER_CALL
+            ),
         ] = 500,
         agent: Annotated[
             str | None,
             Field(
                 description="Only this agent's events (default: every agent in the session).",
-                min_length=1,
-                max_length=255,
+                pattern=AGENT_NAME_RE.pattern,
             ),
         ] = None,
     ) -> CallToolResult:
         """Replay a session: its events oldest first, indented under the event that caused
         each one (user messages, model calls, tool calls and results, retrievals, steps)."""
         with self._errors(f"replay_session({session_id})"):
-            events = await self.ledger.replay(
-                session_id, agent=agent, all_agents=agent is None, limit=limit
+            events = await self.ledger.replay(  # one more than asked: tells whether there is more
+                session_id, agent=agent, all_agents=agent is None, limit=limit + 1
             )
+        truncated = len(events) > limit
+        events = events[:limit]
         head = f"session {session_id}: {len(events)} events"
-        if len(events) >= limit:
-            head += f" (first {limit}; raise limit for more)"
+        if truncated:
+            head += f" (the first {limit}; raise limit for more)"
         lines = [head, *_tree_text(events)] if events else [f"session {session_id}: no events"]
         return _result(
             "\n".join(lines),
             {
                 "session_id": session_id,
                 "count": len(events),
+                "truncated": truncated,
                 "events": [event_json(e) for e in events],
             },
         )
@@ -302,7 +316,7 @@ class LedgerTools:
     async def search_events(
         self,
         query: Annotated[
-            str, Field(description="What to look for, in words.", min_length=1, max_length=10_000)
+            str, Field(description="What to look for, in words.", min_length=1, max_length=1_000)
         ],
         mode: Annotated[
             Literal["auto", "keyword", "semantic", "hybrid"],
@@ -492,8 +506,9 @@ class LedgerTools:
         ] = None,
     ) -> CallToolResult:
         """Log one event to the ledger under this server's agent, linked to the event that
-        caused it, and return its event_id (pass it as parent_id of the next event). Secrets
-        are redacted before the event leaves this process."""
+        caused it, and return its event_id (pass it as parent_id of the next event). Values
+        under secret-named keys (api_key, password, token, authorization...) are redacted
+        before the event leaves this process."""
         name = self._agent(None)
         if parent_id is not None:
             parent: str | None = str(uuid.UUID(parent_id))
@@ -507,8 +522,16 @@ class LedgerTools:
             event, data or {}, session_id=session_id, parent_id=parent, agent=name
         )
         if session_id is not None:
+            # Remembered at once, so concurrent calls in one session still form a chain...
             self._remember(session_id, ref.event_id)
-        stored = await self._confirm(ref.event_id)
+        try:
+            stored = await self._confirm(ref.event_id)
+        except ToolError:
+            # ...and forgotten again when the ledger refuses the event: the next one hangs
+            # under the last event that exists, never under one that will not be stored.
+            if session_id is not None:
+                self._forget(session_id, ref.event_id, parent)
+            raise
         if stored is not None:
             status = f"stored as sequence {stored.sequence_no} of {name}'s chain"
         else:
@@ -545,6 +568,14 @@ class LedgerTools:
             ) from error
         except LedgerError:
             return None
+
+    def _forget(self, session_id: str, event_id: str, previous: str | None) -> None:
+        last = self._last_in_session
+        if last.get(session_id) == event_id:  # nothing newer was logged there meanwhile
+            if previous is None:
+                del last[session_id]
+            else:
+                last[session_id] = previous
 
     def _remember(self, session_id: str, event_id: str) -> None:
         last = self._last_in_session

@@ -6,10 +6,10 @@ shapes in ``/openapi.json``; hot routes return pre-serialized JSON with the same
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 __all__ = [
     "AGENT_PATTERN",
@@ -33,6 +33,7 @@ __all__ = [
     "LogResultOut",
     "SessionEventsOut",
     "SessionInfo",
+    "UtcDatetime",
     "WhyOut",
 ]
 
@@ -53,6 +54,19 @@ IdempotencyKey = Annotated[str, Field(min_length=1, max_length=255, pattern=NO_N
 Importance = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 
+def _utc_representable(value: datetime) -> datetime:
+    """Refuse a time whose UTC form leaves years 1..9999 (``0001-01-01T00:00+01:00``)."""
+    try:
+        (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
+    except OverflowError:
+        raise ValueError("out of range: in UTC the time must lie in years 1 to 9999") from None
+    return value
+
+
+#: Every time the API takes (ISO-8601; naive means UTC), storable in the one UTC format.
+UtcDatetime = Annotated[datetime, AfterValidator(_utc_representable)]
+
+
 class EventIn(BaseModel):
     """One event to write (POST ``/v1/events``)."""
 
@@ -70,7 +84,7 @@ class EventIn(BaseModel):
     event_id: UUIDStr | None = Field(
         default=None, description="client-supplied id (UUIDv7 recommended); generated if absent"
     )
-    timestamp: datetime | None = Field(
+    timestamp: UtcDatetime | None = Field(
         default=None, description="event time (ISO-8601; naive means UTC); server clock if absent"
     )
 

@@ -99,11 +99,6 @@ def hostile(tmp_path: Path) -> Any:
 # -- agentledger mcp -------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the client puts session ids into the URL path unquoted: '/', '?', '#' make "
-    "replay_session answer 'not found', and 'other/../S' replays session S under another name",
-)
 async def test_replay_session_takes_any_session_id_the_ledger_stores(
     mcp_client: McpFactory, ledger_server: ServerProcess, agent_name: str
 ) -> None:
@@ -128,11 +123,6 @@ async def test_replay_session_takes_any_session_id_the_ledger_stores(
     assert [e["data"] for e in query.structured_content["events"]] == [{"s": "a?b"}]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="log_event remembers an event as the session's last one before the ledger has "
-    "accepted it; after a rejection the next event hangs under a parent that is never stored",
-)
 async def test_rejected_event_does_not_become_the_next_events_parent(
     mcp_client: McpFactory, ledger_server: ServerProcess, agent_name: str
 ) -> None:
@@ -155,12 +145,6 @@ async def test_rejected_event_does_not_become_the_next_events_parent(
     assert why.structured_content["chain_complete"] is True, text_of(why)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="replay_session/why/impact indent each line by two spaces per level, so the text "
-    "grows with depth squared (measured: a 10,000-deep chain replays as 117 MB of text in "
-    "171 s, why(depth=10000) 101 MB in 108 s)",
-)
 async def test_deep_chain_text_grows_linearly(
     mcp_client: McpFactory, ledger_server: ServerProcess, agent_name: str
 ) -> None:
@@ -181,12 +165,6 @@ async def test_deep_chain_text_grows_linearly(
     assert len(text_of(replay)) < 300 * count
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a time whose UTC conversion leaves the datetime range (year 1 with +01:00, year "
-    "9999 with -01:00) makes the ledger answer 500 (OverflowError), not a tool error naming "
-    "the timestamp",
-)
 async def test_state_at_out_of_range_time_names_the_field(
     mcp_client: McpFactory, ledger_server: ServerProcess, agent_name: str
 ) -> None:

@@ -104,6 +104,9 @@ async def test_lineage_and_replay_tools(
         impact = await client.call_tool("impact", {"event_id": ids["call"]})
         replay = await client.call_tool("replay_session", {"session_id": seeded.session})
         short = await client.call_tool("replay_session", {"session_id": seeded.session, "limit": 3})
+        exact = await client.call_tool(
+            "replay_session", {"session_id": seeded.session, "limit": len(ids)}
+        )
         sessions = await client.call_tool("list_sessions", {"limit": 5})
 
     assert not why.is_error
@@ -129,7 +132,9 @@ async def test_lineage_and_replay_tools(
     result_line = next(line for line in text_of(replay).splitlines() if ids["result"] in line)
     assert result_line.startswith("  " * 5 + "- ")
     assert short.structured_content["count"] == 3
-    assert "raise limit" in text_of(short)
+    assert "raise limit" in text_of(short) and short.structured_content["truncated"] is True
+    assert exact.structured_content["count"] == len(ids)
+    assert exact.structured_content["truncated"] is False and "raise limit" not in text_of(exact)
 
     listed = {s["session_id"]: s for s in sessions.structured_content["sessions"]}
     assert listed[seeded.session]["event_count"] == len(ids)

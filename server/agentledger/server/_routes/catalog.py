@@ -32,7 +32,7 @@ def list_sessions(
     return json_response(store.sessions(agent, limit=limit))
 
 
-@router.get("/sessions/{session_id}/events", response_model=SessionEventsOut)
+@router.get("/sessions/{session_id:path}/events", response_model=SessionEventsOut)
 def session_events(
     session_id: Annotated[str, Path(min_length=1, max_length=255)],
     principal: ReadPrincipal,

@@ -7,7 +7,6 @@ never parse as an event id.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -33,6 +32,7 @@ from agentledger.server._schemas import (
     EventOut,
     ImpactOut,
     LogResultOut,
+    UtcDatetime,
     WhyOut,
 )
 
@@ -196,8 +196,8 @@ def list_events(
     agent: AgentQuery,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
-    before: datetime | None = None,
-    after: datetime | None = None,
+    before: UtcDatetime | None = None,
+    after: UtcDatetime | None = None,
     event_type: Annotated[str | None, Query(min_length=1, max_length=255)] = None,
     session_id: Annotated[str | None, Query(max_length=255)] = None,
     cursor: Annotated[str | None, Query(max_length=128)] = None,

@@ -38,7 +38,7 @@ from agentledger.server._query.forget import value_text
 from agentledger.server._query.memory import build_context, session_diff
 from agentledger.server._query.search import SearchModeUnavailable, run_search
 from agentledger.server._query.workers import DrainWorker, embed_step, index_step
-from agentledger.server._schemas import AGENT_PATTERN, NO_NUL
+from agentledger.server._schemas import AGENT_PATTERN, NO_NUL, UtcDatetime
 
 __all__ = ["QueryServices", "router"]
 
@@ -146,8 +146,8 @@ class SearchIn(BaseModel):
         ]
         | None
     ) = None
-    from_ts: datetime | None = None
-    to_ts: datetime | None = None
+    from_ts: UtcDatetime | None = None
+    to_ts: UtcDatetime | None = None
 
     @field_validator("query")
     @classmethod
@@ -242,7 +242,7 @@ def state_at(
     principal: ReadPrincipal,
     request: Request,
     agent: Annotated[str, Query(pattern=AGENT_PATTERN, max_length=255)],
-    timestamp: datetime,
+    timestamp: UtcDatetime,
     max_events: Annotated[int, Query(ge=1, le=1_000_000)] = 1_000_000,
 ) -> Response:
     """The agent's key/value state at ``timestamp``: per key the last ``state_set`` at or
@@ -369,8 +369,8 @@ def behavior_change(
     principal: ReadPrincipal,
     request: Request,
     window: Annotated[str, Query(max_length=8)] = "7d",
-    from_ts: datetime | None = None,
-    to_ts: datetime | None = None,
+    from_ts: UtcDatetime | None = None,
+    to_ts: UtcDatetime | None = None,
 ) -> Response:
     """Sessions started in ``[from_ts, to_ts]`` (default: the last ``window`` up to now)
     against the sessions started before ``from_ts``."""
@@ -439,7 +439,7 @@ def memory_context(body: ContextIn, principal: ReadPrincipal, request: Request) 
     return json_response({"agent": body.agent, "task": body.task, "search_mode": mode, **packed})
 
 
-@router.get("/memory/diff/{session_id}")
+@router.get("/memory/diff/{session_id:path}")
 def memory_diff(
     session_id: Annotated[str, Path(min_length=1, max_length=255)],
     principal: ReadPrincipal,

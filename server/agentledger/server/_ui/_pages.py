@@ -202,7 +202,7 @@ def _page_url(request: Request, **changes: Any) -> str:
     return request.url.path + ("?" + urlencode(params) if params else "")
 
 
-@router.get("/sessions/{session_id}", response_class=HTMLResponse)
+@router.get("/sessions/{session_id:path}", response_class=HTMLResponse)
 async def session_page(
     request: Request,
     session_id: Annotated[str, Path(min_length=1, max_length=255)],
