@@ -29,9 +29,12 @@ Events (vocabulary: ``agentledger.client.vocabulary``), one session per proxy ru
 =========================================  ================================================
 JSON-RPC traffic                           ledger event (parent)
 =========================================  ================================================
-proxy start (logged at the first response  ``session_start {framework: "mcp", command:
-or call, so that the server's name and     basename of argv[0], args: number of arguments,
-version are known)                         server: {name, version}}`` (a root)
+proxy start (logged at the first           ``session_start {framework: "mcp", command:
+``tools/call``, or at the end when there   basename of argv[0], args: number of arguments,
+is none, with the proxy's start time, so   server: {name, version}}`` (a root); ``server``
+that the server's name and version are     comes from the first response carrying it:
+known)                                     ``initialize``'s ``serverInfo`` or a result's
+                                           ``_meta`` stamp (``server/discover``...)
 client -> server request ``tools/call``    ``tool_call {tool, args, call_id: str(id)}``
 with id X                                  (``session_start``)
 server -> client response with id X:       ``tool_result {tool, result, call_id,
@@ -44,30 +47,50 @@ present, else ``content``)
 with a new request)                        ``tool_call``
 ``error``                                  ``tool_error {type: "jsonrpc_error", error:
                                            message, code}``
+a response longer than ``max_line_bytes``  ``tool_result {status: "too_large", result:
+whose id is found in its first or last     null, bytes: its size}`` (forwarded, not
+bytes                                      parsed: whether it was an ``isError`` result
+                                           is not known)
 client ``notifications/cancelled`` for X   ``tool_error {type: "cancelled"}``
 no response when the child exits           ``tool_error {type: "no_response"}``
+no response when the child exits, but a    ``tool_error {type: "outcome_unknown"}``
+server message after the call could not
+be read (too long and no id found, or
+chunks lost because the queue was full)
 more than ``max_pending_calls`` open       the oldest gets ``tool_error {type: "evicted"}``
 a second open request with the same id     the first gets ``tool_error {type: "superseded"}``
 proxy end                                  ``session_end {stats: {calls, errors, exit_code,
                                            unlogged_chunks, unlogged_lines}}``
-                                           (``session_start``)
+                                           (``session_start``); also ``server: {name,
+                                           version}`` when it was learnt after
+                                           ``session_start`` was logged
 =========================================  ================================================
 
 ``tool_error`` events also carry ``call_id`` and ``duration_ms`` (milliseconds, measured from
-the moment the proxy read the request to the moment it read the response). JSON-RPC batches
-(arrays) are handled element by element. Requests from the server to the client (sampling,
-elicitation, ping) are not tool calls, and the client's responses to them are never matched
-against tool calls (calls are paired only with responses travelling server -> client). The
-arguments of the command are not logged (they may hold secrets), only their number.
+the moment the proxy read the request to the moment it read the response). Ids pair by exact
+JSON value (strings by text, numbers by value, also beyond 64 bits). JSON-RPC batches
+(arrays) are handled element by element. A last message without a newline is read at the
+end of its stream. Lines orjson refuses but the stdlib parser reads (lone surrogate escapes)
+are logged with U+FFFD in place of the lone surrogates (see ``_mcp_proxy_calls``). Requests
+from the server to the client (sampling, elicitation, ping) are not tool calls, and the
+client's responses to them are never matched against tool calls (calls are paired only with
+responses travelling server -> client). The arguments of the command are not logged (they
+may hold secrets), only their number.
 
 Lifecycle: our stdin EOF closes the child's stdin; the child's stdout EOF ends the run: the
 proxy waits for the child, logs what is left, flushes the ledger for at most
 ``flush_timeout_s`` and returns the child's exit code (``128 + N`` when signal N killed it).
-SIGTERM and SIGINT sent to the proxy are forwarded to the child; one received after the child
-exited cuts the final flush short. The child stays in the proxy's process group, so a signal
-sent to the whole group (a terminal's Ctrl-C, an MCP host killing the group) reaches it
-directly too, and it may then see that signal twice. The proxy never writes anything but the
-child's bytes to stdout.
+SIGTERM and SIGINT sent to the proxy are forwarded to the child while it runs. A process the
+child left behind (a grandchild) may hold its stdout open after it exited; the proxy then
+stops reading that pipe at a SIGTERM or SIGINT, or once our stdin is closed (or a signal was
+forwarded) and the pipe stayed quiet for ``CHILD_EXIT_GRACE_S``. A signal received after the
+child exited leaves at most ``SIGNAL_GRACE_S`` to log what is left and flush (so the host's
+SIGTERM still gets ``session_end`` out, and a dead ledger server cannot hold the proxy); a
+second one ends the run at once. Events of the run not delivered by then are reported in one
+warning on the ``agentledger`` logger (stderr for the CLI): how many, and the spill directory
+they wait in. The child stays in the proxy's process group, so a signal sent to the whole
+group (a terminal's Ctrl-C, an MCP host killing the group) reaches it directly too, and it may
+then see that signal twice. The proxy never writes anything but the child's bytes to stdout.
 
 Errors::
 
@@ -92,7 +115,7 @@ from collections.abc import Mapping, Sequence
 from types import FrameType
 from typing import IO, Any, BinaryIO, Final
 
-from agentledger.client import Ledger
+from agentledger.client import FlushResult, Ledger, Stats
 from agentledger.client._guard import capture_internal_exceptions
 from agentledger.integrations._mcp_proxy_calls import DOWN, UP, CallLogger, ProxyStats
 
@@ -123,6 +146,15 @@ DEFAULT_MAX_PENDING_CALLS: Final = 10_000
 DEFAULT_FLUSH_TIMEOUT_S: Final = 1.0
 #: Seconds the proxy waits for the logging thread to finish its backlog after the child exited.
 DRAIN_TIMEOUT_S: Final = 5.0
+#: Seconds the child's stdout may stay open and quiet after the child exited (a grandchild
+#: holds it) once our stdin is closed or a signal was forwarded, before the proxy stops
+#: reading it.
+CHILD_EXIT_GRACE_S: Final = 0.5
+#: Seconds the proxy still spends logging and flushing what is left after a SIGTERM/SIGINT
+#: received once the child exited; a second such signal ends the run at once.
+SIGNAL_GRACE_S: Final = 0.5
+#: Seconds between two looks of the main thread at the child and the pumps.
+_POLL_S: Final = 0.05
 
 
 class McpProxyError(Exception):
@@ -222,16 +254,27 @@ class McpProxy:
         self._queue_lock = threading.Lock()
         self._queued_bytes = 0
         self._gap = [False, False]
+        self._logging_open = True  # False once the logging thread was told to finish
+        self._down_forwarding = True  # False once the run stopped reading the child's stdout
+        self._down_read_ns = time.monotonic_ns()  # when the child's stdout last gave bytes
+        self._up_ended = False  # the up pump ended (our stdin closed, or the child's stdin)
         self._child_exited = False
-        self._signalled_after_exit = False
+        self._signalled = False  # a SIGTERM/SIGINT was received
+        self._stop_by_ns: int | None = None  # set by a signal after the child exited
 
     # -- forward path ------------------------------------------------------------------
 
     def _hand_off(self, direction: int, chunk: bytes) -> None:
-        """Give a forwarded chunk to the logging thread; never blocks, never raises."""
+        """Give a forwarded chunk (``b""``: the end of that stream) to the logging thread;
+        never blocks, never raises."""
         try:
             size = len(chunk)
+            wall_ns, mono_ns = time.time_ns(), time.monotonic_ns()
+            if direction == DOWN:
+                self._down_read_ns = mono_ns
             with self._queue_lock:
+                if not self._logging_open:
+                    return
                 if self._queued_bytes + size > self.max_log_queue_bytes:
                     self._gap[direction] = True
                     self.stats.unlogged_chunks += 1
@@ -239,7 +282,8 @@ class McpProxy:
                 self._queued_bytes += size
                 gap = self._gap[direction]
                 self._gap[direction] = False
-            self._queue.put((direction, chunk, time.time_ns(), time.monotonic_ns(), gap))
+                # Put under the lock, so that nothing follows the logging thread's end mark.
+                self._queue.put((direction, chunk, wall_ns, mono_ns, gap))
         except Exception:
             logger.error("agentledger internal error in mcp_proxy.hand_off", exc_info=True)
 
@@ -253,6 +297,9 @@ class McpProxy:
                 except OSError:
                     break
                 if not chunk:
+                    # Before the child sees EOF: a last request without a newline is then
+                    # logged before the child can answer it.
+                    self._hand_off(UP, b"")
                     break
                 # Handed off before the write: the logging thread then always sees a request
                 # before the child can answer it.
@@ -260,11 +307,13 @@ class McpProxy:
                 if not _write_all(child_fd, chunk):
                     break  # the child closed its stdin (or exited)
         finally:
+            self._up_ended = True
             with contextlib.suppress(OSError):
                 child_stdin.close()  # EOF for the child: the client is done
 
     def _pump_down(self, child_stdout: IO[bytes], stdout_fd: int) -> None:
-        """Server -> client: the child's stdout to our stdout, until the child closes it."""
+        """Server -> client: the child's stdout to our stdout, until the child closes it (or
+        the run stopped reading it: then nothing more is written to ``stdout_fd``)."""
         child_fd = child_stdout.fileno()
         client_open = True
         while True:
@@ -272,12 +321,13 @@ class McpProxy:
                 chunk = os.read(child_fd, READ_CHUNK_BYTES)
             except OSError:
                 break
-            if not chunk:
+            if not chunk or not self._down_forwarding:
                 break
             if client_open:
                 # Client gone: keep draining the child so that it never blocks on a write.
                 client_open = _write_all(stdout_fd, chunk)
             self._hand_off(DOWN, chunk)
+        self._hand_off(DOWN, b"")
         child_stdout.close()
 
     @staticmethod
@@ -301,6 +351,13 @@ class McpProxy:
 
     # -- logging thread ----------------------------------------------------------------
 
+    def _end_logging(self) -> None:
+        """Tell the logging thread to finish (after what is queued); later chunks are not
+        logged."""
+        with self._queue_lock:
+            self._logging_open = False
+            self._queue.put(_End)
+
     def _log_loop(self, calls: CallLogger) -> None:
         while True:
             item = self._queue.get()
@@ -318,8 +375,13 @@ class McpProxy:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         proc = self._proc
+        self._signalled = True
         if self._child_exited:
-            self._signalled_after_exit = True
+            # The first one leaves SIGNAL_GRACE_S to log and flush what is left; the next
+            # one ends the run at once.
+            now = time.monotonic_ns()
+            first = self._stop_by_ns is None
+            self._stop_by_ns = now + int(SIGNAL_GRACE_S * 1e9) if first else now
         elif proc is not None:
             with contextlib.suppress(OSError):
                 proc.send_signal(signum)
@@ -354,7 +416,8 @@ class McpProxy:
             raise ChildStartError(self.command, 126, error.strerror or str(error)) from error
 
     def run(self, stdin_fd: int = 0, stdout_fd: int = 1, stderr: BinaryIO | None = None) -> int:
-        """Start the child, proxy until it closes its stdout, and return its exit code.
+        """Start the child, proxy until it closes its stdout (or, after it exited, until the
+        stop rules of the module docstring end the run), and return its exit code.
 
         Args:
             stdin_fd: file descriptor the client's messages arrive on.
@@ -369,8 +432,10 @@ class McpProxy:
                 executed (126). Nothing is logged then.
             RuntimeError: :meth:`run` was called before (a proxy runs once).
 
-        The thread reading ``stdin_fd`` is a daemon: when the child exits first it may stay
-        blocked in that read until the client closes its end.
+        The pump threads are daemons. The one reading ``stdin_fd`` may stay blocked in that
+        read, when the child exits first, until the client closes its end; the one reading the
+        child's stdout, when a grandchild holds it, until that process closes it (it writes
+        nothing to ``stdout_fd`` after :meth:`run` returned).
         """
         if self._proc is not None:
             raise RuntimeError("McpProxy.run() was already called; make a new McpProxy")
@@ -404,56 +469,109 @@ class McpProxy:
             max_pending_calls=self.max_pending_calls,
             stats=self.stats,
         )
+        before = self._ledger_stats()
         target = stderr if stderr is not None else getattr(sys.stderr, "buffer", None)
-        threads = [
-            threading.Thread(
-                target=self._log_loop, args=(calls,), name="mcp-proxy-log", daemon=True
-            ),
-            threading.Thread(
-                target=self._pump_up,
-                args=(stdin_fd, proc.stdin),
-                name="mcp-proxy-up",
-                daemon=True,
-            ),
-            threading.Thread(
-                target=self._pump_stderr,
-                args=(proc.stderr, target),
-                name="mcp-proxy-stderr",
-                daemon=True,
-            ),
-        ]
-        for thread in threads:
+        log = threading.Thread(target=self._log_loop, args=(calls,), name="mcp-proxy-log")
+        up = threading.Thread(
+            target=self._pump_up, args=(stdin_fd, proc.stdin), name="mcp-proxy-up"
+        )
+        err = threading.Thread(
+            target=self._pump_stderr, args=(proc.stderr, target), name="mcp-proxy-stderr"
+        )
+        down = threading.Thread(
+            target=self._pump_down, args=(proc.stdout, stdout_fd), name="mcp-proxy-down"
+        )
+        for thread in (log, up, err, down):
+            thread.daemon = True
             thread.start()
-        self._pump_down(proc.stdout, stdout_fd)
-        returncode = proc.wait()
+        self._wait_down(proc, down)
+        returncode = proc.wait()  # the child closed its stdout: it is exiting (or exited)
         self._child_exited = True
+        self._down_forwarding = False  # a grandchild's later bytes are not ours to forward
         exit_code = 128 - returncode if returncode < 0 else returncode
         self.stats.exit_code = exit_code
-        self._queue.put(_End)
-        self._join(threads[0], DRAIN_TIMEOUT_S)
-        self._join(threads[2], 1.0)  # a grandchild may still hold the child's stderr
-        self._flush()
+        self._end_logging()
+        self._join(log, DRAIN_TIMEOUT_S)
+        flushed = self._flush()
+        self._join(err, CHILD_EXIT_GRACE_S)  # a grandchild may hold the stderr pipe
+        with capture_internal_exceptions("mcp_proxy.report_unsent"):
+            self._report_unsent(before, flushed)
         return exit_code
 
-    def _join(self, thread: threading.Thread, timeout_s: float) -> None:
-        """Wait for ``thread`` at most ``timeout_s``; a signal after the child exited ends it."""
-        deadline = time.monotonic() + timeout_s
-        while thread.is_alive() and not self._signalled_after_exit:
-            left = deadline - time.monotonic()
-            if left <= 0:
+    def _wait_down(self, proc: subprocess.Popen[bytes], down: threading.Thread) -> None:
+        """Wait until the child's stdout is closed; once the child exited, stop waiting at a
+        signal, or when the pipe stayed quiet for ``CHILD_EXIT_GRACE_S`` after our stdin
+        closed or a signal was forwarded (a grandchild holds the pipe)."""
+        while True:
+            down.join(_POLL_S)  # signal handlers run between the polls
+            if not down.is_alive():
                 return
-            thread.join(min(0.05, left))
+            if proc.poll() is None:
+                continue
+            self._child_exited = True
+            if self._stop_by_ns is not None:
+                return
+            quiet_s = (time.monotonic_ns() - self._down_read_ns) / 1e9
+            if (self._up_ended or self._signalled) and quiet_s >= CHILD_EXIT_GRACE_S:
+                return
 
-    def _flush(self) -> None:
-        """Flush the ledger for at most ``flush_timeout_s``; a signal cuts it short."""
-        deadline = time.monotonic() + self.flush_timeout_s
-        while not self._signalled_after_exit:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
+    def _left_s(self, deadline_ns: int) -> float:
+        """Seconds left until ``deadline_ns`` (monotonic), or until a signal's stop time."""
+        stop_by = self._stop_by_ns
+        if stop_by is not None:
+            deadline_ns = min(deadline_ns, stop_by)
+        return (deadline_ns - time.monotonic_ns()) / 1e9
+
+    def _join(self, thread: threading.Thread, timeout_s: float) -> None:
+        """Wait for ``thread`` at most ``timeout_s`` (a signal shortens it)."""
+        deadline_ns = time.monotonic_ns() + int(timeout_s * 1e9)
+        while thread.is_alive() and (left := self._left_s(deadline_ns)) > 0:
+            thread.join(min(_POLL_S, left))
+
+    def _flush(self) -> FlushResult | None:
+        """Flush the ledger for at most ``flush_timeout_s`` (a signal shortens it). Returns
+        the last flush's result (``None``: none ran)."""
+        deadline_ns = time.monotonic_ns() + int(self.flush_timeout_s * 1e9)
+        result: FlushResult | None = None
+        while (left := self._left_s(deadline_ns)) > 0:
             with capture_internal_exceptions("mcp_proxy.flush"):
-                if self.ledger.flush(timeout_s=min(0.1, left)).complete:
-                    return
+                result = self.ledger.flush(timeout_s=min(0.1, left))
+                if result.complete:
+                    break
+        return result
+
+    def _ledger_stats(self) -> Stats | None:
+        with capture_internal_exceptions("mcp_proxy.ledger_stats"):
+            return self.ledger.stats()
+        return None
+
+    def _report_unsent(self, before: Stats | None, flushed: FlushResult | None) -> None:
+        """One warning when events of this run were not delivered: how many, and where they
+        wait (the spill directory) or that they are lost (no spill)."""
+        after = self._ledger_stats()
+        if before is None or after is None:
+            return
+        if flushed is None or not flushed.complete:
+            flushed = self.ledger.flush(timeout_s=0.0)  # counts what is queued or in flight
+        pending = flushed.pending
+        spilled = max(0, (after.spilled - before.spilled) - (after.unspilled - before.unspilled))
+        dropped = after.dropped - before.dropped
+        spill_dir = self.ledger.spill_dir
+        if spill_dir is not None and pending + spilled:
+            logger.warning(
+                "agentledger mcp-proxy: %d events not delivered to %s yet; they wait in the "
+                "spill directory %s and are sent by the next agentledger client that uses it",
+                pending + spilled,
+                self.ledger.url,
+                spill_dir,
+            )
+        elif spill_dir is None and pending + dropped:
+            logger.warning(
+                "agentledger mcp-proxy: %d events not delivered to %s are lost (no spill "
+                "directory)",
+                pending + dropped,
+                self.ledger.url,
+            )
 
 
 def run_proxy(

@@ -4,13 +4,32 @@ messages, pair ``tools/call`` requests with their responses by id, and log the t
 Runs on the proxy's one logging thread (:mod:`agentledger.integrations._mcp_proxy` owns the
 process, the pipes and the forwarding threads); nothing here is on the forward path. The
 mapping of JSON-RPC traffic to events is tabled in that module's docstring.
+
+Parsing: a line is parsed with orjson. The stdlib parser (``json``) takes over when orjson
+refuses a line that is still JSON (a lone surrogate escape such as ``"\\ud83d"``, which
+JavaScript's ``JSON.stringify`` writes for a string cut inside an emoji; ``NaN``) or when an
+id is a number orjson may have rounded (a float: integers beyond 64 bits, fractions). The
+stdlib keeps every number exact (integers as ``int``, fractions as ``Decimal``), so ids pair
+by exact value; before logging, the content of such a line is made storable: lone
+surrogates become U+FFFD, integers beyond 64 bits their decimal string, fractions floats.
+
+A line longer than ``max_line_bytes`` is not parsed. From its first and last bytes the
+logger still tries to learn whether it is a response and its id (JSON-RPC responses of the
+common SDKs start ``{"jsonrpc":"2.0","id":...``; some put ``"id"`` last), so that the call
+it answers is closed truthfully (``status: "too_large"``). When that fails, or when chunks
+from the server were lost (the hand-off queue was full), the calls still open at that moment
+are closed at the end as ``outcome_unknown`` instead of ``no_response``.
 """
 
 from __future__ import annotations
 
 import collections
+import decimal
+import json
 import logging
+import math
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +48,12 @@ logger = logging.getLogger("agentledger.integrations.mcp_proxy")
 UP: Final = 0  # client -> server
 DOWN: Final = 1  # server -> client
 _SERVER_INFO_META: Final = "io.modelcontextprotocol/serverInfo"
+#: Bytes kept of the start and of the end of a line too long to parse (to find its id).
+_EDGE_BYTES: Final = 65536
+#: Integers orjson (and so the ledger client) can serialize.
+_INT_MIN: Final = -(2**63)
+_INT_MAX: Final = 2**64 - 1
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
@@ -52,17 +77,50 @@ class ProxyStats:
     exit_code: int | None = None
 
 
+# -- framing ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _LongLine:
+    """A line that was forwarded but is too long to parse: its size and its edges."""
+
+    size: int  # bytes, without the newline
+    head: bytes  # the first _EDGE_BYTES bytes
+    tail: bytes  # the last _EDGE_BYTES bytes
+
+
+class _LongLineEdges:
+    """Accumulates the size, head and tail of a line that is too long (never all of it)."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.head = bytearray()
+        self.tail = b""
+
+    def add(self, data: bytes) -> None:
+        self.size += len(data)
+        if len(self.head) < _EDGE_BYTES:
+            self.head += data[: _EDGE_BYTES - len(self.head)]
+        self.tail = (self.tail + data[-_EDGE_BYTES:])[-_EDGE_BYTES:]
+
+    def done(self) -> _LongLine:
+        return _LongLine(self.size, bytes(self.head), self.tail)
+
+
 class _Framer:
     """Splits one direction's byte stream into newline-terminated lines (logging side)."""
 
     def __init__(self, max_line_bytes: int) -> None:
         self._max = max_line_bytes
         self._buf = bytearray()
-        self._skipping = False  # inside a line that is too long or was cut by a lost chunk
+        self._cut = False  # inside a line cut by lost bytes: dropped up to its newline
+        self._long: _LongLineEdges | None = None  # inside a line longer than the cap
         self.skipped = 0
+        self.ended = False
 
-    def lines(self, chunk: bytes, gap: bool) -> list[bytes]:
-        """Complete lines (without the newline) ending in ``chunk``.
+    def lines(self, chunk: bytes, gap: bool) -> list[bytes | _LongLine]:
+        """The lines (without the newline) ending in ``chunk``, in order; a line longer than
+        the cap comes as a :class:`_LongLine`.
 
         Args:
             chunk: the next bytes of the stream.
@@ -70,39 +128,186 @@ class _Framer:
         """
         if gap:
             self._buf.clear()
-            self._skipping = True
-        out: list[bytes] = []
+            self._long = None
+            self._cut = True
+        out: list[bytes | _LongLine] = []
         start = 0
         while (end := chunk.find(b"\n", start)) >= 0:
-            if self._skipping:
-                self._skipping = False
-            elif self._buf:
-                self._buf += chunk[start:end]
-                if len(self._buf) <= self._max:
-                    out.append(bytes(self._buf))
-                else:
-                    self.skipped += 1
-                self._buf.clear()
-            elif end - start <= self._max:
-                out.append(chunk[start:end])
+            if self._cut:
+                self._cut = False
+            elif self._long is None and not self._buf and end - start <= self._max:
+                out.append(chunk[start:end])  # the common case: a whole line in one chunk
             else:
-                self.skipped += 1
+                self._extend(chunk[start:end])
+                out.append(self._pop())
             start = end + 1
-        if start < len(chunk) and not self._skipping:
-            if len(self._buf) + len(chunk) - start > self._max:
-                self._buf.clear()
-                self._skipping = True
-                self.skipped += 1
-            else:
-                self._buf += chunk[start:]
+        if start < len(chunk):
+            self._extend(chunk[start:])
         return out
+
+    def end(self) -> list[bytes | _LongLine]:
+        """At the end of the stream: its last line when it lacks a newline (once)."""
+        if self.ended:
+            return []
+        self.ended = True
+        if self._cut:
+            self._cut = False
+            return []
+        if self._long is None and not self._buf:
+            return []
+        return [self._pop()]
+
+    def _extend(self, data: bytes) -> None:
+        if self._cut:
+            return
+        if self._long is not None:
+            self._long.add(data)
+        elif len(self._buf) + len(data) <= self._max:
+            self._buf += data
+        else:
+            self._long = _LongLineEdges()
+            self._long.add(bytes(self._buf))
+            self._buf.clear()
+            self._long.add(data)
+
+    def _pop(self) -> bytes | _LongLine:
+        if self._long is not None:
+            edges, self._long = self._long, None
+            self.skipped += 1
+            return edges.done()
+        line = bytes(self._buf)
+        self._buf.clear()
+        return line
+
+
+_SPACE = rb"[ \t\r\n]*"
+_SCALAR = rb'"(?:[^"\\]|\\.)*"|-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null'
+_OPEN_OBJECT: Final = re.compile(_SPACE + rb"\{")
+_MEMBER_NAME: Final = re.compile(_SPACE + rb'"((?:[^"\\]|\\.)*)"' + _SPACE + rb":" + _SPACE)
+_SCALAR_MEMBER: Final = re.compile(rb"(" + _SCALAR + rb")" + _SPACE + rb"([,}])")
+# For valid JSON, a match is the last member of the top-level object: the quote before
+# ``id`` follows ``{`` or ``,`` (so it is not escaped) and cannot close a string (a bare
+# ``id`` would follow), and only one ``}`` stands between the value and the line's end.
+_LAST_ID: Final = re.compile(
+    rb"[{,]" + _SPACE + rb'"id"' + _SPACE + rb":" + _SPACE + rb"(" + _SCALAR + rb")"
+    + _SPACE + rb"\}" + _SPACE + rb"\Z"
+)  # fmt: skip
+
+
+def _scan_long_line(line: _LongLine) -> tuple[str, bytes | None]:
+    """What a line too long to parse is, from its edges: ``("request" | "response" |
+    "unknown", the id's JSON text or None)``.
+
+    The members at the start of the top-level object are read while their values are
+    scalars (``{"jsonrpc":"2.0","id":7,"result":{...``); ``method`` or ``params`` make it a
+    request, ``result`` or ``error`` a response. An id not among them is looked for as the
+    object's last member (``...},"id":7}``).
+    """
+    head = line.head
+    kind = "unknown"
+    ident: bytes | None = None
+    opened = _OPEN_OBJECT.match(head)
+    pos = opened.end() if opened else len(head)
+    while (member := _MEMBER_NAME.match(head, pos)) is not None:
+        name = member.group(1)
+        if name in (b"method", b"params"):
+            return "request", ident
+        if name in (b"result", b"error"):
+            kind = "response"
+        value = _SCALAR_MEMBER.match(head, member.end())
+        if value is None:  # an object or array, or a value the head cuts
+            break
+        if name == b"id":
+            ident = value.group(1)
+        if value.group(2) == b"}":
+            break
+        pos = value.end()
+    if ident is None and kind == "response":
+        last = _LAST_ID.search(line.tail)
+        if last is not None:
+            ident = last.group(1)
+    return kind, ident
+
+
+# -- parsing ---------------------------------------------------------------------------
+
+
+_NOT_JSON: Final = object()
+
+
+def _exact_loads(line: bytes) -> Any:
+    """The stdlib parse of ``line`` (numbers exact: ``int``, ``Decimal``), or ``_NOT_JSON``."""
+    try:
+        return json.loads(line, parse_float=decimal.Decimal)
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError
+        return _NOT_JSON
+
+
+def _may_be_rounded(message: Any) -> bool:
+    """Whether orjson may have rounded an id of ``message`` (a number it made a float)."""
+    for element in message if isinstance(message, list) else (message,):
+        if isinstance(element, dict):
+            if type(element.get("id")) is float:
+                return True
+            params = element.get("params")
+            if isinstance(params, dict) and type(params.get("requestId")) is float:
+                return True
+    return False
+
+
+def _storable(value: Any) -> Any:
+    """A copy of a stdlib-parsed value the ledger client can serialize: lone surrogates ->
+    U+FFFD, integers beyond 64 bits -> their decimal string, ``Decimal`` -> float."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_storable(key): _storable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_storable(item) for item in value]
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if _INT_MIN <= value <= _INT_MAX else str(value)
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    return value
 
 
 def _id_key(value: Any) -> tuple[str, Any] | None:
-    """Hashable key of a JSON-RPC id (``1`` and ``"1"`` differ), ``None`` when invalid."""
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
+    """Hashable key of a JSON-RPC id, ``None`` when invalid.
+
+    Strings by text, numbers by exact value (``1`` and ``1.0`` are one id, ``1`` and ``"1"``
+    two; ``Decimal("1.0") == 1`` and their hashes agree).
+    """
+    if isinstance(value, str):
+        return ("string", value)
+    if isinstance(value, bool):
         return None
-    return (type(value).__name__, value)
+    if isinstance(value, int):
+        return ("number", value)
+    if isinstance(value, decimal.Decimal) and value.is_finite():
+        return ("number", value)
+    if isinstance(value, float) and math.isfinite(value):
+        return ("number", value)
+    return None
+
+
+def _server_info(result: Any) -> dict[str, Any] | None:
+    """``{name, version}`` of the server from a result that carries it, else ``None``: the
+    ``initialize`` result's ``serverInfo`` or any result's ``_meta`` stamp (2026-07-28
+    protocol, ``server/discover`` included)."""
+    if not isinstance(result, dict):
+        return None
+    info = result.get("serverInfo")
+    meta = result.get("_meta")
+    if not isinstance(info, dict) and isinstance(meta, dict):
+        info = meta.get(_SERVER_INFO_META)
+    if not isinstance(info, dict):
+        return None
+    return {k: info[k] for k in ("name", "version") if k in info} or None
+
+
+# -- pairing and logging ---------------------------------------------------------------
 
 
 @dataclass
@@ -111,6 +316,7 @@ class _Pending:
     tool: str
     call_id: str
     started_ns: int  # monotonic
+    unread_mark: int  # CallLogger._unread_down when the call was made
 
 
 class CallLogger:
@@ -136,21 +342,32 @@ class CallLogger:
         )
         self._max_pending = max_pending_calls
         self._session: EventRef | None = None
+        self._server: dict[str, Any] | None = None
+        self._server_in_start = False
+        #: Server messages forwarded but not read (too long without a findable id, or lost
+        #: chunks); a call made before one of them has an unknown outcome if never answered.
+        self._unread_down = 0
         self._warned_drop = False
         self.stats = stats
 
     # -- input -------------------------------------------------------------------------
 
     def feed(self, direction: int, chunk: bytes, wall_ns: int, mono_ns: int, gap: bool) -> None:
-        """Take one forwarded chunk; log the tool events of the lines it completes."""
+        """Take one forwarded chunk (``b""``: the end of that direction's stream); log the
+        tool events of the lines it completes."""
         if gap:
             self._warn_drop()
+            if direction == DOWN:
+                self._unread_down += 1
         framer = self._framers[direction]
-        lines = framer.lines(chunk, gap)
+        items = framer.lines(chunk, gap) if chunk else framer.end()
         self.stats.unlogged_lines = self._framers[0].skipped + self._framers[1].skipped
-        for line in lines:
+        for item in items:
             with capture_internal_exceptions("mcp_proxy.message"):
-                self._line(direction, line, wall_ns, mono_ns)
+                if isinstance(item, bytes):
+                    self._line(direction, item, wall_ns, mono_ns)
+                else:
+                    self._long_line(direction, item, wall_ns, mono_ns)
 
     def _warn_drop(self) -> None:
         if not self._warned_drop:
@@ -166,45 +383,71 @@ class CallLogger:
         try:
             message = orjson.loads(line)
         except orjson.JSONDecodeError:
-            return  # not JSON-RPC (some servers print banners): forwarded, not logged
-        if isinstance(message, list):
-            for element in message:
-                self._message(direction, element, wall_ns, mono_ns)
+            exact = False
         else:
-            self._message(direction, message, wall_ns, mono_ns)
+            exact = not _may_be_rounded(message)
+        if not exact:
+            message = _exact_loads(line)
+            if message is _NOT_JSON:
+                return  # not JSON-RPC (some servers print banners): forwarded, not logged
+        try:
+            for element in message if isinstance(message, list) else (message,):
+                if isinstance(element, dict):
+                    plain = element if exact else _storable(element)
+                    self._message(direction, element, plain, wall_ns, mono_ns)
+        except RecursionError:  # nested too deep to copy: read, but not logged
+            if direction == DOWN:
+                self._unread_down += 1
 
-    def _message(self, direction: int, message: Any, wall_ns: int, mono_ns: int) -> None:
-        if not isinstance(message, dict):
-            return
+    def _message(
+        self, direction: int, raw: dict[str, Any], message: dict[str, Any], wall: int, mono: int
+    ) -> None:
+        """One JSON-RPC message; ids are read from ``raw`` (exact), the rest from
+        ``message`` (storable)."""
         method = message.get("method")
         if direction == UP:
-            if method == "tools/call" and "id" in message:
-                self._call(message, wall_ns, mono_ns)
-            elif method == "notifications/cancelled" and "id" not in message:
-                self._cancelled(message, wall_ns, mono_ns)
+            if method == "tools/call" and "id" in raw:
+                self._call(message, raw["id"], wall, mono)
+            elif method == "notifications/cancelled" and "id" not in raw:
+                params = raw.get("params")
+                if isinstance(params, dict):
+                    self._cancelled(message, params.get("requestId"), wall, mono)
             return
-        if method is not None or "id" not in message:
+        if method is not None or "id" not in raw:
             return  # a request or notification from the server, never a tool call's answer
-        if self._session is None:
-            self._start_session(message.get("result"))
+        if self._server is None:
+            self._server = _server_info(message.get("result"))
         if "result" in message or "error" in message:
-            self._response(message, wall_ns, mono_ns)
+            self._response(message, raw["id"], wall, mono)
+
+    def _long_line(self, direction: int, line: _LongLine, wall_ns: int, mono_ns: int) -> None:
+        """A line too long to parse: close the call it answers, if that can be told."""
+        if direction == UP:
+            return  # a request too long to log: forwarded, counted in unlogged_lines
+        kind, ident_text = _scan_long_line(line)
+        if kind == "request":
+            return
+        key = None
+        if ident_text is not None and kind == "response":
+            key = _id_key(_exact_loads(ident_text))
+        if key is None:
+            self._unread_down += 1
+            return
+        pending = self._pending.pop(key, None)
+        if pending is not None:
+            self._result(pending, None, "too_large", wall_ns, mono_ns, size=line.size)
 
     # -- events ------------------------------------------------------------------------
 
-    def _start_session(self, result: Any) -> EventRef:
+    def _start_session(self) -> EventRef:
         data: dict[str, Any] = {
             "framework": "mcp",
             "command": os.path.basename(self._command[0]),
             "args": len(self._command) - 1,
         }
-        if isinstance(result, dict):
-            info = result.get("serverInfo")  # initialize (handshake-era protocol)
-            meta = result.get("_meta")
-            if not isinstance(info, dict) and isinstance(meta, dict):
-                info = meta.get(_SERVER_INFO_META)  # 2026-07-28 protocol: on every result
-            if isinstance(info, dict):
-                data["server"] = {k: info[k] for k in ("name", "version") if k in info}
+        if self._server is not None:
+            data["server"] = self._server
+            self._server_in_start = True
         self._session = self._ledger.log(
             v.SESSION_START,
             data,
@@ -213,8 +456,8 @@ class CallLogger:
         )
         return self._session
 
-    def _call(self, message: dict[str, Any], wall_ns: int, mono_ns: int) -> None:
-        session = self._session or self._start_session(None)
+    def _call(self, message: dict[str, Any], ident: Any, wall_ns: int, mono_ns: int) -> None:
+        session = self._session or self._start_session()
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
         name = params.get("name")
@@ -224,7 +467,7 @@ class CallLogger:
             args = {}
         elif not isinstance(args, dict):
             args = {"value": args}
-        call_id = str(message["id"])
+        call_id = str(ident)
         ref = self._ledger.log(
             v.TOOL_CALL,
             {"tool": tool, "args": args, "call_id": call_id},
@@ -233,24 +476,23 @@ class CallLogger:
             timestamp=wall_ns / 1e9,
         )
         self.stats.calls += 1
-        key = _id_key(message["id"])
+        key = _id_key(ident)
         if key is None:
             return  # an invalid id cannot be answered: the call stays without an outcome
         older = self._pending.pop(key, None)
         if older is not None:
             self._error(older, "superseded", "a new request reused this id", mono_ns)
-        self._pending[key] = _Pending(ref, tool, call_id, mono_ns)
+        self._pending[key] = _Pending(ref, tool, call_id, mono_ns, self._unread_down)
         if len(self._pending) > self._max_pending:
             _, oldest = self._pending.popitem(last=False)
-            self._error(
-                oldest,
-                "evicted",
-                f"no response among the last {self._max_pending} calls; no longer tracked",
-                mono_ns,
-            )
+            text = f"no response among the last {self._max_pending} calls; no longer tracked"
+            unread = self._unread_down - oldest.unread_mark
+            if unread:
+                text += f" ({unread} server messages since it could not be read)"
+            self._error(oldest, "evicted", text, mono_ns)
 
-    def _response(self, message: dict[str, Any], wall_ns: int, mono_ns: int) -> None:
-        key = _id_key(message.get("id"))
+    def _response(self, message: dict[str, Any], ident: Any, wall_ns: int, mono_ns: int) -> None:
+        key = _id_key(ident)
         pending = self._pending.pop(key, None) if key is not None else None
         if pending is None:
             return  # the answer to another request (initialize, tools/list...)
@@ -279,29 +521,39 @@ class CallLogger:
         else:
             self._result(pending, result.get("content"), "ok", wall_ns, mono_ns)
 
-    def _cancelled(self, message: dict[str, Any], wall_ns: int, mono_ns: int) -> None:
-        params = message.get("params")
-        if not isinstance(params, dict):
-            return
-        key = _id_key(params.get("requestId"))
+    def _cancelled(
+        self, message: dict[str, Any], request_id: Any, wall_ns: int, mono_ns: int
+    ) -> None:
+        key = _id_key(request_id)
         pending = self._pending.pop(key, None) if key is not None else None
         if pending is not None:
-            reason = params.get("reason")
+            params = message.get("params")
+            reason = params.get("reason") if isinstance(params, dict) else None
             text = reason if isinstance(reason, str) and reason else "cancelled by the client"
             self._error(pending, "cancelled", text, mono_ns, wall_ns=wall_ns)
 
     def _result(
-        self, pending: _Pending, result: Any, status: str, wall_ns: int, mono_ns: int
+        self,
+        pending: _Pending,
+        result: Any,
+        status: str,
+        wall_ns: int,
+        mono_ns: int,
+        *,
+        size: int | None = None,
     ) -> None:
+        data: dict[str, Any] = {
+            "tool": pending.tool,
+            "result": result,
+            "call_id": pending.call_id,
+            "duration_ms": _ms(mono_ns - pending.started_ns),
+            "status": status,
+        }
+        if size is not None:
+            data["bytes"] = size
         self._ledger.log(
             v.TOOL_RESULT,
-            {
-                "tool": pending.tool,
-                "result": result,
-                "call_id": pending.call_id,
-                "duration_ms": _ms(mono_ns - pending.started_ns),
-                "status": status,
-            },
+            data,
             session_id=self._session_id,
             parent_id=pending.ref,
             timestamp=wall_ns / 1e9,
@@ -337,36 +589,43 @@ class CallLogger:
         self.stats.errors += 1
 
     def finish(self, exit_code: int) -> None:
-        """Close the calls left open and log ``session_end`` (after the child exited)."""
+        """Log what the streams' last unterminated lines hold, close the calls left open and
+        log ``session_end`` (after the child exited)."""
         now = time.monotonic_ns()
+        # The child has exited: an unterminated last line of its stdout is complete (the
+        # stream's end may not have been seen when a grandchild holds the pipe open).
+        self.feed(DOWN, b"", time.time_ns(), now, False)
         while self._pending:
             _, pending = self._pending.popitem(last=False)
+            unread = self._unread_down - pending.unread_mark
             with capture_internal_exceptions("mcp_proxy.finish_call"):
-                self._error(
-                    pending,
-                    "no_response",
-                    f"the server exited (code {exit_code}) without answering",
-                    now,
-                )
+                if unread:
+                    text = (
+                        f"the server exited (code {exit_code}); {unread} of its messages "
+                        "after this call were forwarded but could not be read (too large, or "
+                        "the logging fell behind), so whether it was answered is unknown"
+                    )
+                    self._error(pending, "outcome_unknown", text, now)
+                else:
+                    text = f"the server exited (code {exit_code}) without answering"
+                    self._error(pending, "no_response", text, now)
         if self.stats.unlogged_chunks:
             self._warn_drop()
-        session = self._session or self._start_session(None)
+        session = self._session or self._start_session()
         self.stats.exit_code = exit_code
         stats = self.stats
-        self._ledger.log(
-            v.SESSION_END,
-            {
-                "stats": {
-                    "calls": stats.calls,
-                    "errors": stats.errors,
-                    "exit_code": exit_code,
-                    "unlogged_chunks": stats.unlogged_chunks,
-                    "unlogged_lines": stats.unlogged_lines,
-                }
-            },
-            session_id=self._session_id,
-            parent_id=session,
-        )
+        data: dict[str, Any] = {
+            "stats": {
+                "calls": stats.calls,
+                "errors": stats.errors,
+                "exit_code": exit_code,
+                "unlogged_chunks": stats.unlogged_chunks,
+                "unlogged_lines": stats.unlogged_lines,
+            }
+        }
+        if self._server is not None and not self._server_in_start:
+            data["server"] = self._server  # learnt only after the first call
+        self._ledger.log(v.SESSION_END, data, session_id=self._session_id, parent_id=session)
 
 
 def _ms(duration_ns: int) -> float:
