@@ -20,6 +20,22 @@ name:
   call's id, waits for the client's answer, then answers the call with that answer
 * ``needs_input`` -> ``resultType: "input_required"``
 * ``never`` -> no answer
+* ``pad(size, id_at)`` -> a text of ``size`` characters, the response's members in the order
+  ``id_at`` names: ``"first"`` (``jsonrpc, id, result``, as the SDKs write), ``"last"``
+  (``jsonrpc, result, id``) or ``"middle"`` (``result, id, jsonrpc``)
+* ``ask_big(size)`` -> first sends the client a request of ``size`` padding bytes that reuses
+  the call's id (not waiting for its answer), then answers the call with ``{"ok": true}``
+* ``stamped`` -> ``structuredContent`` ``{}`` and the server's name and version in the
+  result's ``_meta`` (as 2026-07-28 servers stamp every result)
+* ``bye(newline)`` -> answers ``{"bye": true}``, with a trailing newline only when ``newline``
+  is true, and exits at once
+
+Replies are written as UTF-8; one holding a lone surrogate (which UTF-8 cannot encode) is
+written with ``\\uXXXX`` escapes, as JavaScript's ``JSON.stringify`` does. Numbers are echoed
+as the stdlib reads them (integers of any size exactly).
+
+``--grandchild-s S --grandchild-pid-file PATH`` (raw mode): first fork a process that keeps
+the child's stdout and stderr open for S seconds after the child exited (its pid in PATH).
 
 A JSON array (batch) is answered with an array. Notifications get no answer.
 """
@@ -27,8 +43,12 @@ A JSON array (batch) is answered with an array. Notifications get no answer.
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from typing import Any
+
+SERVER_INFO = {"name": "raw-child", "version": "0.0.1"}
 
 
 def run_sdk(stderr_bytes: int) -> None:
@@ -81,7 +101,7 @@ def _answer(message: Any, out: Any, stdin: Any) -> Any:
             "result": {
                 "protocolVersion": "2025-11-25",
                 "capabilities": {"tools": {}},
-                "serverInfo": {"name": "raw-child", "version": "0.0.1"},
+                "serverInfo": SERVER_INFO,
             },
         }
     if method != "tools/call":
@@ -106,6 +126,30 @@ def _answer(message: Any, out: Any, stdin: Any) -> Any:
         }
     if name == "never":
         return None
+    if name == "pad":
+        content = [{"type": "text", "text": "x" * int(args["size"])}]
+        at = args.get("id_at", "first")
+        if at == "first":
+            return {"jsonrpc": "2.0", "id": ident, "result": {"content": content}}
+        if at == "last":
+            return {"jsonrpc": "2.0", "result": {"content": content}, "id": ident}
+        return {"result": {"content": content}, "id": ident, "jsonrpc": "2.0"}
+    if name == "ask_big":
+        request = {
+            "jsonrpc": "2.0",
+            "id": ident,
+            "method": "sampling/createMessage",
+            "params": {"pad": "p" * int(args["size"])},
+        }
+        _write(out, request)
+        return {"jsonrpc": "2.0", "id": ident, "result": {"structuredContent": {"ok": True}}}
+    if name == "stamped":
+        meta = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}
+        return {"jsonrpc": "2.0", "id": ident, "result": {"structuredContent": {}, "_meta": meta}}
+    if name == "bye":
+        reply = {"jsonrpc": "2.0", "id": ident, "result": {"structuredContent": {"bye": True}}}
+        _write(out, reply, newline=bool(args.get("newline")))
+        os._exit(0)
     if name == "ask":
         request = {"jsonrpc": "2.0", "id": ident, "method": "sampling/createMessage"}
         out.write(json.dumps(request).encode() + b"\n")
@@ -118,6 +162,26 @@ def _answer(message: Any, out: Any, stdin: Any) -> Any:
             "result": {"content": [{"type": "text", "text": json.dumps(answer)}]},
         }
     return {"jsonrpc": "2.0", "id": ident, "error": {"code": -32602, "message": f"{name}?"}}
+
+
+def _write(out: Any, reply: Any, *, newline: bool = True) -> None:
+    try:
+        data = json.dumps(reply, ensure_ascii=False).encode()
+    except UnicodeEncodeError:  # a lone surrogate: escaped, as JSON.stringify writes it
+        data = json.dumps(reply).encode()
+    out.write(data + b"\n" if newline else data)
+    out.flush()
+
+
+def _fork_grandchild(seconds: float, pid_file: str) -> None:
+    """A process that holds our stdout and stderr for ``seconds`` after we exit."""
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        time.sleep(seconds)
+        os._exit(0)
+    with open(pid_file, "w") as f:
+        f.write(str(pid))
 
 
 def run_raw() -> None:
@@ -133,13 +197,15 @@ def run_raw() -> None:
         else:
             reply = _answer(message, out, stdin)
         if reply is not None:
-            out.write(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
-            out.flush()
+            _write(out, reply)
 
 
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "sdk"
     if mode == "raw":
+        if "--grandchild-s" in sys.argv:
+            seconds = float(sys.argv[sys.argv.index("--grandchild-s") + 1])
+            _fork_grandchild(seconds, sys.argv[sys.argv.index("--grandchild-pid-file") + 1])
         run_raw()
     else:
         count = 0

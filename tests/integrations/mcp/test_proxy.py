@@ -2,17 +2,24 @@
 and a real MCP server child (``proxy_child.py``), logging to a real ``agentledger serve``.
 
 Checked: the logged tree (every outcome the child of its own call, by JSON-RPC id, also for
-concurrent calls, batches, ids reused by server requests, cancellation), byte-exact
-forwarding (a 2 MB non-ASCII result), unchanged latency while the ledger server is down, the
-child's stderr drained, clear exits when the child cannot start or exits early, and the
-logging-side limits (queue full, oversized lines, pending-call cap) never touching forwarding.
+concurrent calls, batches, ids reused by server requests, cancellation, ids and values orjson
+cannot read exactly, last lines without a newline), the server's name and version whichever
+response carries them, byte-exact forwarding (a 2 MB non-ASCII result), unchanged latency
+while the ledger server is down, the child's stderr drained, clear exits when the child
+cannot start, exits early or leaves a grandchild holding its stdout, undelivered events
+reported at exit, and the logging-side limits (queue full, oversized lines, pending-call cap)
+never touching forwarding, with the calls they hide closed truthfully.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import datetime as dt
+import json
 import logging
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -128,10 +135,14 @@ class Raw:
         self.stdin.flush()
 
     def recv(self, timeout_s: float = 30.0) -> Any:
+        return orjson.loads(self.recv_line(timeout_s))
+
+    def recv_line(self, timeout_s: float = 30.0) -> bytes:
+        """The next line as sent (for what orjson cannot read: the stdlib reads it)."""
         line = self._read(self.stdout.readline, timeout_s)
         assert line, f"EOF from {self.proc.args!r} (exit {self.proc.poll()})"
         self.received += line
-        return orjson.loads(line)
+        return line
 
     def initialize(self) -> Any:
         self.send(
@@ -658,3 +669,296 @@ def test_pending_calls_are_capped(
     assert proxy.stats.errors == 5 and proxy.session_id == "capped"
     with pytest.raises(RuntimeError, match="already called"):
         proxy.run()
+
+
+# -- what orjson cannot read, last lines, server info ----------------------------------
+
+
+def test_values_orjson_cannot_read_are_logged_exactly(
+    ledger_server: ServerProcess, agent_name: str, env: dict[str, str], tmp_path: Path
+) -> None:
+    """Ids beyond 64 bits, fractional ids, and a lone surrogate escape (what JavaScript's
+    ``JSON.stringify`` writes for a string cut inside an emoji): every call is paired with its
+    own result, and the values are stored as U+FFFD and decimal strings."""
+    peer = Raw(
+        proxy_argv(ledger_server.url, ledger_server.api_key, agent_name, RAW_CHILD),
+        env,
+        tmp_path / "stderr.log",
+    )
+    peer.initialize()
+    big = 2**70
+    ids: list[Any] = [big, str(big), big + 1, 2.5, -(2**63) - 1]
+    args = {"text": "cut \ud83d, whole \U0001f600", "big": big, "neg": -(2**64)}
+    for n, ident in enumerate(ids):
+        peer.stdin.write(json.dumps(call(ident, "echo", {**args, "n": n})).encode() + b"\n")
+        peer.stdin.flush()
+        assert json.loads(peer.recv_line())["id"] == ident
+    assert peer.close()[0] == 0
+
+    stored = stored_when(ledger_server, agent_name, ended)
+    calls = stored.of(v.TOOL_CALL)
+    assert [c["data"]["call_id"] for c in calls] == [str(i) for i in ids]
+    for n, tool_call in enumerate(calls):
+        expected = {
+            "text": "cut \ufffd, whole \U0001f600",
+            "big": str(big),
+            "neg": str(-(2**64)),
+            "n": n,
+        }
+        assert tool_call["data"]["args"] == expected
+        (outcome,) = stored.kids(tool_call)
+        assert outcome["event"] == v.TOOL_RESULT, outcome["data"]
+        assert outcome["data"]["result"] == expected
+    assert stored.one(v.SESSION_END)["data"]["stats"]["errors"] == 0
+
+
+def test_last_message_without_newline_is_logged(
+    ledger_server: ServerProcess, agent_name: str, env: dict[str, str], tmp_path: Path
+) -> None:
+    """Client -> server: the last request lacks its newline (the child reads it at EOF);
+    server -> client: the child's last answer lacks its newline and the child exits."""
+    argv = proxy_argv(ledger_server.url, ledger_server.api_key, agent_name, RAW_CHILD)
+    up = Raw(argv, env, tmp_path / "stderr.log")
+    up.initialize()
+    up.stdin.write(orjson.dumps(call(1, "echo", {"k": 1})))  # no newline, then EOF
+    code, _, rest = up.close()
+    assert code == 0 and orjson.loads(rest)["result"]["structuredContent"] == {"k": 1}
+
+    down = Raw(argv, env, tmp_path / "stderr.log")
+    down.initialize()
+    down.send(call(2, "bye", {"newline": False}))
+    line = down.recv_line()
+    assert not line.endswith(b"\n") and orjson.loads(line)["id"] == 2
+    assert down.close()[0] == 0
+
+    stored = stored_when(ledger_server, agent_name, lambda s: len(s.of(v.SESSION_END)) == 2)
+    (echo,) = stored.kids(stored.one(v.TOOL_CALL, tool="echo"))
+    assert echo["event"] == v.TOOL_RESULT and echo["data"]["result"] == {"k": 1}
+    (bye,) = stored.kids(stored.one(v.TOOL_CALL, tool="bye"))
+    assert bye["event"] == v.TOOL_RESULT and bye["data"]["result"] == {"bye": True}
+
+
+def test_server_info_of_a_session_without_calls(
+    ledger_server: ServerProcess, agent_name: str, env: dict[str, str], tmp_path: Path
+) -> None:
+    """No tools/call at all: session_start is logged at the end, with the proxy's start time
+    and the server learnt from initialize."""
+    argv = proxy_argv(ledger_server.url, ledger_server.api_key, agent_name, RAW_CHILD)
+    peer = Raw(argv, env, tmp_path / "stderr.log")
+    peer.initialize()
+    answered = time.time()  # the proxy started before
+    time.sleep(0.3)
+    assert peer.close()[0] == 0
+    stored = stored_when(ledger_server, agent_name, ended)
+    start, end = stored.one(v.SESSION_START), stored.one(v.SESSION_END)
+    assert start["data"]["server"] == {"name": "raw-child", "version": "0.0.1"}
+    assert "server" not in end["data"]
+    assert stored.parent(end) is start
+    assert _epoch(start["timestamp"]) < answered < answered + 0.3 < _epoch(end["timestamp"])
+
+
+def test_server_info_learnt_after_the_first_call_goes_to_session_end(
+    ledger_server: ServerProcess, agent_name: str, env: dict[str, str], tmp_path: Path
+) -> None:
+    """No handshake (2026-07-28 lets a client call at once); the server's name arrives in the
+    first tool result's ``_meta``, after session_start was logged."""
+    argv = proxy_argv(ledger_server.url, ledger_server.api_key, agent_name, RAW_CHILD)
+    peer = Raw(argv, env, tmp_path / "stderr.log")
+    peer.send(call(1, "stamped"))
+    assert peer.recv()["result"]["_meta"]
+    assert peer.close()[0] == 0
+    stored = stored_when(ledger_server, agent_name, ended)
+    assert "server" not in stored.one(v.SESSION_START)["data"]
+    end = stored.one(v.SESSION_END)
+    assert end["data"]["server"] == {"name": "raw-child", "version": "0.0.1"}
+
+
+def _epoch(timestamp: str) -> float:
+    return dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
+# -- a grandchild holds the child's stdout ---------------------------------------------
+
+
+@pytest.fixture
+def grandchild(tmp_path: Path) -> Iterator[list[str]]:
+    """The raw child that leaves a grandchild holding its stdout and stderr for 30 s."""
+    pid_file = tmp_path / "grandchild.pid"
+    yield [*RAW_CHILD, "--grandchild-s", "30", "--grandchild-pid-file", str(pid_file)]
+    if pid_file.exists():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def test_stdin_closed_ends_the_run_when_a_grandchild_holds_stdout(
+    ledger_server: ServerProcess,
+    agent_name: str,
+    env: dict[str, str],
+    tmp_path: Path,
+    grandchild: list[str],
+) -> None:
+    """The host closes our stdin, the child exits, its grandchild keeps the pipe: the proxy
+    ends by itself once the pipe stayed quiet (no signal needed) and logs session_end."""
+    argv = proxy_argv(ledger_server.url, ledger_server.api_key, agent_name, grandchild)
+    peer = Raw(argv, env, tmp_path / "stderr.log")
+    peer.initialize()
+    peer.send(call(1, "echo", {"a": 1}))
+    assert peer.recv()["id"] == 1
+    code, seconds, rest = peer.close(timeout_s=15)
+    assert code == 0 and rest == b""
+    # CHILD_EXIT_GRACE_S (0.5 s) + the stderr join (0.5 s) + the flush, plus start-up noise
+    assert seconds < 5.0, seconds
+    stored = stored_when(ledger_server, agent_name, ended, timeout_s=5.0)
+    (outcome,) = stored.kids(stored.one(v.TOOL_CALL))
+    assert outcome["event"] == v.TOOL_RESULT
+
+
+def test_signal_ends_the_run_when_the_child_exited_and_a_grandchild_holds_stdout(
+    ledger_server: ServerProcess,
+    agent_name: str,
+    env: dict[str, str],
+    tmp_path: Path,
+    grandchild: list[str],
+) -> None:
+    """The child exits while our stdin stays open: the grandchild might be the real server
+    (a wrapper script), so the proxy stays; the host's SIGTERM then ends it promptly, and
+    session_end still reaches the ledger."""
+    argv = proxy_argv(ledger_server.url, ledger_server.api_key, agent_name, grandchild)
+    peer = Raw(argv, env, tmp_path / "stderr.log")
+    peer.initialize()
+    peer.send(call(1, "bye", {"newline": True}))
+    assert peer.recv()["result"]["structuredContent"] == {"bye": True}
+    time.sleep(1.5)  # the child has exited; our stdin is open
+    assert peer.proc.poll() is None
+    started = time.monotonic()
+    peer.proc.terminate()
+    try:
+        code = peer.proc.wait(timeout=10)
+    finally:
+        peer.proc.kill()
+    assert time.monotonic() - started < 2.0
+    assert code == 0
+    stored = stored_when(ledger_server, agent_name, ended, timeout_s=5.0)
+    (outcome,) = stored.kids(stored.one(v.TOOL_CALL, tool="bye"))
+    assert outcome["event"] == v.TOOL_RESULT
+
+
+# -- undelivered events at exit --------------------------------------------------------
+
+
+@pytest.mark.parametrize("spill", [True, False], ids=["spill", "no-spill"])
+def test_undelivered_events_are_reported_at_exit(
+    spill: bool, agent_name: str, env: dict[str, str], tmp_path: Path
+) -> None:
+    """Ledger server down: one stderr line says how many events were not delivered and where
+    they wait (the spill directory, which then holds them all)."""
+    dead = f"http://127.0.0.1:{free_port()}"
+    options = ("--flush-timeout", "0.3") + (() if spill else ("--no-spill",))
+    stderr = tmp_path / "stderr.log"
+    peer = Raw(proxy_argv(dead, "dev-key-x", agent_name, RAW_CHILD, *options), env, stderr)
+    peer.initialize()
+    peer.send(call(1, "echo", {"x": 1}))
+    assert peer.recv()["id"] == 1
+    assert peer.close()[0] == 0
+    lines = [x for x in stderr.read_text().splitlines() if "not delivered" in x]
+    # session_start, tool_call, tool_result, session_end
+    spill_dir = tmp_path / "spill"
+    if spill:
+        assert lines == [
+            f"agentledger WARNING agentledger.integrations.mcp_proxy: agentledger mcp-proxy: "
+            f"4 events not delivered to {dead} yet; they wait in the spill directory "
+            f"{spill_dir} and are sent by the next agentledger client that uses it"
+        ]
+        written = b"".join(p.read_bytes() for p in spill_dir.rglob("*.ndjson"))
+        assert len(written.splitlines()) == 4
+    else:
+        assert len(lines) == 1 and "4 events not delivered" in lines[0]
+        assert "lost (no spill directory)" in lines[0]
+        assert not spill_dir.exists() or not list(spill_dir.rglob("*.ndjson"))
+
+
+# -- oversized lines: the calls they answer are closed truthfully ----------------------
+
+
+class Piped:
+    """:class:`McpProxy` run in a thread on pipes (for options the CLI does not have)."""
+
+    def __init__(self, ledger: Ledger, child: list[str], stderr: Path, **options: Any) -> None:
+        self.proxy = McpProxy(child, ledger, **options)
+        up_r, self._up_w = os.pipe()
+        self._down_r, down_w = os.pipe()
+        self._fds = (up_r, down_w)
+        self.codes: list[int] = []
+        self._err = open(stderr, "ab")  # noqa: SIM115 - closed in close()
+        self._worker = threading.Thread(
+            target=lambda: self.codes.append(self.proxy.run(up_r, down_w, self._err))
+        )
+        self._worker.start()
+        self._to = os.fdopen(self._up_w, "wb")
+        self._from = os.fdopen(self._down_r, "rb")
+
+    def send(self, message: Any) -> None:
+        self._to.write(orjson.dumps(message) + b"\n")
+        self._to.flush()
+
+    def recv(self) -> Any:
+        line = self._from.readline()
+        assert line, "EOF from the proxy"
+        self.last_line = line
+        return orjson.loads(line)
+
+    def close(self) -> int:
+        self._to.close()
+        self._worker.join(30)
+        for fd in self._fds:
+            os.close(fd)
+        self._from.close()
+        self._err.close()
+        assert len(self.codes) == 1
+        return self.codes[0]
+
+
+def test_oversized_responses_close_their_calls_truthfully(
+    ledger_server: ServerProcess, agent_name: str, tmp_path: Path
+) -> None:
+    """Responses over ``max_line_bytes`` are forwarded, not parsed: one whose id stands first
+    or last closes its call as ``too_large``; an oversized server request with the call's id
+    closes nothing; one whose id cannot be found leaves the calls made before it
+    ``outcome_unknown`` (not ``no_response``) at the end."""
+    size = 10_000
+    with Ledger(
+        url=ledger_server.url, api_key=ledger_server.api_key, agent=agent_name, spill_dir=None
+    ) as ledger:
+        peer = Piped(ledger, RAW_CHILD, tmp_path / "stderr.log", max_line_bytes=4096)
+        peer.send(call(1, "pad", {"size": size, "id_at": "first"}))
+        assert peer.recv()["id"] == 1
+        first_bytes = len(peer.last_line) - 1  # without the newline
+        peer.send(call(2, "pad", {"size": size, "id_at": "last"}))
+        assert peer.recv()["id"] == 2
+        peer.send(call(3, "ask_big", {"size": size}))
+        assert peer.recv()["method"] == "sampling/createMessage"
+        assert peer.recv()["result"]["structuredContent"] == {"ok": True}
+        peer.send(call(4, "never"))
+        peer.send(call(5, "pad", {"size": size, "id_at": "middle"}))
+        assert peer.recv()["id"] == 5
+        time.sleep(0.2)  # the logging thread reads that answer before the next call
+        peer.send(call(6, "never"))
+        assert peer.close() == 0
+        assert ledger.flush(timeout_s=20).complete
+    stats = peer.proxy.stats
+    assert stats.unlogged_lines == 4 and stats.unlogged_chunks == 0
+
+    stored = Stored(read_events(ledger_server.url, ledger_server.headers(), agent_name))
+    outcomes = {c["data"]["call_id"]: stored.kids(c)[0] for c in stored.of(v.TOOL_CALL)}
+    for too_large in ("1", "2"):
+        data = outcomes[too_large]["data"]
+        assert outcomes[too_large]["event"] == v.TOOL_RESULT
+        assert data["status"] == "too_large" and data["result"] is None
+        assert data["bytes"] > size
+    assert outcomes["1"]["data"]["bytes"] == first_bytes
+    assert outcomes["3"]["data"]["status"] == "ok"
+    assert outcomes["3"]["data"]["result"] == {"ok": True}
+    for unknown in ("4", "5"):
+        assert outcomes[unknown]["data"]["type"] == "outcome_unknown"
+        assert "whether it was answered is unknown" in outcomes[unknown]["data"]["error"]
+    assert outcomes["6"]["data"]["type"] == "no_response"
