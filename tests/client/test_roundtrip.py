@@ -118,6 +118,12 @@ async def test_data_is_snapshotted_and_sanitized(
         "long": "x" * 70_000,
         "opaque": object(),
         "api_key": "sk-secret-value",
+        # what JavaScript's JSON.stringify writes for a string cut inside an emoji
+        "cut_emoji": "cut \ud83d",
+        "lone \udc00 key": 1,
+        # a 64-bit id (Snowflake-style): beyond 2**53 it is sent as its decimal string
+        "snowflake": 2**60 + 1,
+        "exact": 2**53 - 1,
     }
     client = twin.make(ledger_server.url, ledger_server.api_key, agent_name, spill_dir=spill_dir)
     try:
@@ -138,6 +144,9 @@ async def test_data_is_snapshotted_and_sanitized(
     assert stored["tags"] == ["a", "b"]
     assert stored["np_scalar"] == 1.5 and stored["np_array"] == [0, 1, 2]
     assert stored["loop"]["self"] == {"$cycle": "dict"}
+    assert stored["cut_emoji"] == "cut \ufffd"  # lone surrogates replaced, nothing else lost
+    assert stored["lone \ufffd key"] == 1
+    assert stored["snowflake"] == str(2**60 + 1) and stored["exact"] == 2**53 - 1
     assert stored["long"].endswith("…[cut, 70000 chars]") and len(stored["long"]) < 70_100
     assert stored["opaque"].startswith("<object object")
     assert stored["api_key"] == "[REDACTED]"  # redacted before leaving the process

@@ -13,11 +13,14 @@ case H06:
   :data:`MAX_DEPTH` -> ``{"$depth": "<type>"}``;
 * anything else -> ``repr()`` (a failing ``repr`` gives ``"<unrepresentable TYPE>"``);
 * a string longer than ``max_string_chars`` is cut and gets the marker
-  ``"…[cut, N chars]"`` with its original length N.
+  ``"…[cut, N chars]"`` with its original length N;
+* an integer beyond ±(2**53 - 1) -> its decimal string (RFC 7493 I-JSON; the server's RFC 8785
+  chain refuses it as a number), e.g. a 64-bit Snowflake id;
+* a lone surrogate in a string or key (half an emoji, as JavaScript cuts strings) -> U+FFFD.
 
 The fast path is one ``orjson.dumps`` call with a ``default`` handler; only values orjson cannot
-take at all (cycles, odd dict keys) or output long enough to hold an oversize string go
-through the slower Python walk.
+take at all (cycles, odd dict keys, big integers, lone surrogates) or output long enough to
+hold an oversize string go through the slower Python walk.
 """
 
 from __future__ import annotations
@@ -37,10 +40,12 @@ import orjson
 __all__ = [
     "DEFAULT_MAX_STRING_CHARS",
     "MAX_DEPTH",
+    "MAX_SAFE_INTEGER",
     "cut_string",
     "dumps",
     "jsonable",
     "snapshot",
+    "valid_text",
 ]
 
 #: Default limit of one string value in ``data`` (characters).
@@ -49,7 +54,16 @@ DEFAULT_MAX_STRING_CHARS: Final = 65_536
 #: Containers nested deeper than this are replaced by a marker (orjson's own limit is 254).
 MAX_DEPTH: Final = 200
 
-_OPTIONS: Final = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_UTC_Z
+#: Integers beyond ±(2**53 - 1) do not survive JSON as numbers (RFC 7493 I-JSON section 2.2,
+#: RFC 8785): the server refuses them, so they are sent as their decimal string instead.
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+# OPT_STRICT_INTEGER makes the fast path fail on such an integer; the slow path converts it.
+_OPTIONS: Final = (
+    orjson.OPT_NON_STR_KEYS
+    | orjson.OPT_SERIALIZE_NUMPY
+    | orjson.OPT_UTC_Z
+    | orjson.OPT_STRICT_INTEGER
+)
 
 
 def _bytes_marker(value: bytes | bytearray | memoryview) -> dict[str, Any]:
@@ -100,8 +114,21 @@ def _sorted_list(value: set[Any] | frozenset[Any]) -> list[Any]:
         return list(value)
 
 
+def valid_text(value: str) -> str:
+    """``value`` with each lone surrogate (``"\\ud83d"``: half an emoji, as JavaScript's
+    ``JSON.stringify`` writes a cut string) replaced by U+FFFD, so it can be UTF-8 encoded;
+    surrogate pairs are joined. Unchanged (the same object) when it is valid already."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return value
+
+
 def cut_string(value: str, max_chars: int) -> str:
-    """``value`` itself, or its first ``max_chars`` characters plus ``…[cut, N chars]``."""
+    """``value`` itself, or its first ``max_chars`` characters plus ``…[cut, N chars]``; lone
+    surrogates replaced (:func:`valid_text`)."""
+    value = valid_text(value)
     if len(value) <= max_chars:
         return value
     return f"{value[:max_chars]}…[cut, {len(value)} chars]"
@@ -116,8 +143,10 @@ def jsonable(value: Any, *, max_string_chars: int = DEFAULT_MAX_STRING_CHARS) ->
     active: set[int] = set()
 
     def walk(obj: Any, depth: int) -> Any:
-        if obj is None or isinstance(obj, bool | int | float):
+        if obj is None or isinstance(obj, bool | float):
             return obj
+        if isinstance(obj, int):
+            return obj if -MAX_SAFE_INTEGER <= obj <= MAX_SAFE_INTEGER else str(obj)
         if isinstance(obj, str):
             return cut_string(obj, max_string_chars)
         if isinstance(obj, dt.datetime | dt.date | dt.time):
@@ -164,7 +193,7 @@ def jsonable(value: Any, *, max_string_chars: int = DEFAULT_MAX_STRING_CHARS) ->
 
 def _key(key: Any) -> str:
     if isinstance(key, str):
-        return key
+        return valid_text(key)
     if isinstance(key, enum.Enum):
         return str(key.value)
     if isinstance(key, dt.datetime | dt.date | dt.time):

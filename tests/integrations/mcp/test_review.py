@@ -192,11 +192,6 @@ def _proxied(
     return peer
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="orjson refuses lone surrogate escapes, so a response holding one is not parsed "
-    "and the call is logged as 'the server exited without answering' though the client got it",
-)
 def test_response_with_lone_surrogate_is_logged_as_a_result(
     ledger_server: ServerProcess, agent_name: str, env: dict[str, str], tmp_path: Path, hostile: Any
 ) -> None:
@@ -210,11 +205,6 @@ def test_response_with_lone_surrogate_is_logged_as_a_result(
     assert outcome["event"] == v.TOOL_RESULT, outcome["data"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a response line over max_line_bytes (16 MiB) is forwarded but its call is then "
-    "logged as 'the server exited (code 0) without answering', which is false",
-)
 def test_oversized_response_is_not_logged_as_no_response(
     ledger_server: ServerProcess, agent_name: str, env: dict[str, str], tmp_path: Path, hostile: Any
 ) -> None:
@@ -231,12 +221,6 @@ def test_oversized_response_is_not_logged_as_no_response(
     assert "without answering" not in str(outcome["data"].get("error"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="session_start is written at the first response; when that is not initialize's "
-    "(the 2.x SDK client's default 'auto' mode probes server/discover first) the server's "
-    "name and version are never recorded",
-)
 def test_server_info_recorded_when_initialize_is_not_the_first_response(
     ledger_server: ServerProcess, agent_name: str, env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -254,11 +238,6 @@ def test_server_info_recorded_when_initialize_is_not_the_first_response(
     assert start["data"].get("server") == {"name": "raw-child", "version": "0.0.1"}, start
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="JSON-RPC ids beyond 64 bits are parsed as floats: two distinct ids collide, the "
-    "first call is logged as 'superseded' and its result is hung under the second call",
-)
 def test_huge_integer_ids_pair_each_result_with_its_own_call(
     ledger_server: ServerProcess, agent_name: str, env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -277,11 +256,6 @@ def test_huge_integer_ids_pair_each_result_with_its_own_call(
         assert outcome["data"]["result"] == tool_call["data"]["args"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after the child exited, a grandchild holding its stdout keeps the proxy reading; "
-    "SIGTERM is then 'forwarded' to the dead child and ignored, so the proxy outlives it",
-)
 def test_sigterm_ends_proxy_when_grandchild_holds_stdout(
     ledger_server: ServerProcess, agent_name: str, env: dict[str, str], tmp_path: Path, hostile: Any
 ) -> None:
