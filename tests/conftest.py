@@ -12,137 +12,24 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import pytest
 
 os.environ.setdefault("ZIZKADB_TELEMETRY", "false")
 os.environ.setdefault("ZIZKADB_QUIET", "1")
 
-DEV_KEY = "dev-test-key-0123456789"
+from _servers import (
+    DEV_KEY,
+    ServerFactory,
+    ServerProcess,
+    agentledger_executable,
+    free_port,
+)
 
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def agentledger_executable() -> str:
-    """The ``agentledger`` console script of the running interpreter's environment."""
-    candidate = Path(sys.executable).parent / "agentledger"
-    if candidate.exists():
-        return str(candidate)
-    raise RuntimeError(f"agentledger console script not found next to {sys.executable}")
-
-
-@dataclass
-class ServerProcess:
-    """A real ``agentledger serve`` child process on loopback."""
-
-    db: str
-    port: int
-    api_key: str = DEV_KEY
-    extra_args: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
-    log_path: Path | None = None
-    proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, timeout_s: float = 30.0) -> None:
-        args = [
-            agentledger_executable(),
-            "serve",
-            "--db",
-            self.db,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--dev-key",
-            self.api_key,
-            *self.extra_args,
-        ]
-        env = {**os.environ, **self.env}
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
-        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                tail = self.log_path.read_text()[-3000:] if self.log_path else ""
-                raise RuntimeError(f"agentledger serve exited with {self.proc.returncode}\n{tail}")
-            try:
-                if httpx.get(f"{self.url}/health", timeout=1.0).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"agentledger serve did not answer /health within {timeout_s} s")
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown handlers run (chaos tests)."""
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.api_key}"}
-
-
-class ServerFactory:
-    def __init__(self, tmp_path: Path) -> None:
-        self._tmp = tmp_path
-        self._servers: list[ServerProcess] = []
-
-    def __call__(
-        self,
-        *extra_args: str,
-        db: str | None = None,
-        env: dict[str, str] | None = None,
-        start: bool = True,
-    ) -> ServerProcess:
-        name = uuid.uuid4().hex[:8]
-        server = ServerProcess(
-            db=db or str(self._tmp / f"ledger-{name}.db"),
-            port=free_port(),
-            extra_args=list(extra_args),
-            env=env or {},
-            log_path=self._tmp / f"server-{name}.log",
-        )
-        self._servers.append(server)
-        if start:
-            server.start()
-        return server
-
-    def stop_all(self) -> None:
-        for server in self._servers:
-            server.stop()
+__all__ = ["DEV_KEY", "ServerFactory", "ServerProcess", "agentledger_executable", "free_port"]
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from _servers import ServerFactory
 from _stores import postgres_database, require_postgres
-from conftest import ServerFactory
 
 from . import test_pages as suite
 

@@ -23,6 +23,7 @@ import psycopg
 import pytest
 from fastapi import FastAPI
 
+from _servers import ServerFactory
 from _stores import postgres_database, require_postgres
 from agentledger.server import Settings, create_app
 
@@ -78,22 +79,13 @@ def pg_server(server_factory: Any, pg_db: str) -> Any:
     return server_factory(db=pg_db)
 
 
-def _server_factory_class(config: pytest.Config) -> Any:
-    """``ServerFactory`` of ``tests/conftest.py``, taken from the registered conftest plugin
-    (conftest modules are not importable by name)."""
-    for plugin in config.pluginmanager.get_plugins():
-        if hasattr(plugin, "ServerFactory") and hasattr(plugin, "ledger_server"):
-            return plugin.ServerFactory
-    raise RuntimeError("tests/conftest.py (ServerFactory) is not loaded")
-
-
 @pytest.fixture(scope="module")
 def ledger_server(
     request: pytest.FixtureRequest, pg_admin_dsn: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Any]:
     """One ``agentledger serve`` on one fresh PostgreSQL database per module (tests isolate by
     unique agent names, as with the session-wide SQLite ``ledger_server``)."""
-    factory = _server_factory_class(request.config)(tmp_path_factory.mktemp("pg-ledger-server"))
+    factory = ServerFactory(tmp_path_factory.mktemp("pg-ledger-server"))
     with postgres_database(pg_admin_dsn) as url:
         try:
             yield factory(db=url)

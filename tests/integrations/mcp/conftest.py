@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters, stdio_client
 
-from conftest import agentledger_executable
+from _servers import agentledger_executable
 
 McpFactory = Callable[..., AbstractAsyncContextManager[Client]]
 

@@ -35,10 +35,10 @@ import pytest
 from mcp import Client, StdioServerParameters, stdio_client
 
 from _events import Stored, read_events
+from _servers import ServerProcess, agentledger_executable, free_port
 from agentledger.client import Ledger
 from agentledger.client import vocabulary as v
 from agentledger.integrations._mcp_proxy import McpProxy
-from conftest import ServerProcess, agentledger_executable, free_port
 
 pytestmark = pytest.mark.mcp
 

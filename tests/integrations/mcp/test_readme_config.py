@@ -17,8 +17,8 @@ import pytest
 from mcp import Client, StdioServerParameters, stdio_client
 
 from _events import Stored, read_events
+from _servers import ServerProcess, agentledger_executable
 from agentledger.client import vocabulary as v
-from conftest import ServerProcess, agentledger_executable
 
 from .conftest import text_of
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from _servers import ServerProcess
 from agentledger.client import Ledger
 from agentledger.client import vocabulary as v
-from conftest import ServerProcess
 
 from .conftest import McpFactory, text_of
 from .test_proxy import RAW_CHILD, Raw, call, ended, proxy_argv, stored_when

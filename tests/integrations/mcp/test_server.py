@@ -13,10 +13,10 @@ import pytest
 from mcp import MCPError
 
 from _events import Stored, read_events
+from _servers import ServerProcess, free_port
 from agentledger.client import Ledger
 from agentledger.client import vocabulary as v
 from agentledger.integrations.mcp import TOOL_NAMES
-from conftest import ServerProcess, free_port
 
 from .conftest import McpFactory, text_of
 
