@@ -161,9 +161,12 @@ class BatchSender:
                 queue.append(item)
         if overflow:
             self._overflow(item)
-        elif len(queue) >= self._max_batch and not self._wake.is_set():
+        elif len(queue) >= self._max_batch and not self._down and not self._wake.is_set():
             # ``Event.set()`` takes a lock and notifies: only when it changes something (a
             # queue held back by a slow or absent server would otherwise pay it per event).
+            # While the server is down the sender keeps its own probe schedule: waking it per
+            # event made it spin (wake, "not yet time to probe", sleep) and burn the GIL the
+            # agent needs; the queue is spilled on its interval and on overflow instead.
             self._wake.set()
         if self._thread is None and not self._thread_failed:
             self._start()
