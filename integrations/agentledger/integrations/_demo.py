@@ -103,10 +103,10 @@ def run_demo(
             live=keep_serving,
         )
         if keep_serving:
-            console.print(
-                f"[bold]serving {server.url} (dev key {server.api_key}); Ctrl-C to stop[/]"
-            )
-            try:
+            try:  # Ctrl-C right after the line below is printed is a normal stop too
+                console.print(
+                    f"[bold]serving {server.url} (dev key {server.api_key}); Ctrl-C to stop[/]"
+                )
                 server.wait()
             except KeyboardInterrupt:
                 console.print("[dim]stopping…[/]")
