@@ -91,6 +91,10 @@ def test_demo_keep_serving_until_interrupted(tmp_path: Path) -> None:
         text=True,
         env=env,
         cwd=tmp_path,
+        # A test runner started in the background without job control inherits SIGINT
+        # ignored (POSIX), and so would the demo: give it the default disposition, as a
+        # terminal would.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdout is not None
