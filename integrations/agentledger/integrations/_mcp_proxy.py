@@ -12,13 +12,15 @@ core client installed. The MCP host starts the proxy in place of the server; the
 Threads (the forward path never waits for logging)::
 
     client --stdin--> [up pump]   --write--> child stdin     (hand-off before the write)
-    client <-stdout-- [down pump] <--read--- child stdout    (hand-off after the write)
+    client <-stdout-- [down pump] <--read--- child stdout    (hand-off before the write)
     our stderr <----- [stderr pump] <------- child stderr    (drained, so the child never blocks)
                       [logger]  <- bounded hand-off queue: framing, JSON parse, ledger.log()
 
-Each pump reads up to 64 KiB with ``os.read`` and writes the very bytes it read to the other
-side at once (no line buffering, byte for byte). It then hands the chunk to the logging thread
-with a cheap non-blocking put. The hand-off queue is bounded in bytes: when it is full the chunk
+Each pump reads up to 64 KiB with ``os.read``, hands the chunk to the logging thread with a
+cheap non-blocking put (about 2 µs; before the write, in both directions, so the queue holds
+the traffic in causal order: a request before its answer, an answer before the client's next
+request) and writes the very bytes it read to the other side at once (no line buffering,
+byte for byte). The hand-off queue is bounded in bytes: when it is full the chunk
 is not logged (counted, one warning on the ``agentledger`` logger) but always forwarded. A
 message line longer than ``max_line_bytes`` is forwarded and not logged. Every step of the
 logging thread is guarded, so a logging bug never stops forwarding, and ``ledger.log()`` never
@@ -323,10 +325,12 @@ class McpProxy:
                 break
             if not chunk or not self._down_forwarding:
                 break
+            # Handed off before the write, as upward: whatever the client sends in reaction
+            # (a tools/call after the initialize answer) is queued after what it reacts to.
+            self._hand_off(DOWN, chunk)
             if client_open:
                 # Client gone: keep draining the child so that it never blocks on a write.
                 client_open = _write_all(stdout_fd, chunk)
-            self._hand_off(DOWN, chunk)
         self._hand_off(DOWN, b"")
         child_stdout.close()
 
