@@ -92,6 +92,57 @@ async def test_iter_events_pages_with_cursor(
         await twin.close(client, 5)
 
 
+async def test_tool_outcomes_carry_status_type_extra_members_and_time(
+    twin: Twin, ledger_server: Any, agent_name: str, spill_dir: Path
+) -> None:
+    """``log_tool``/``log_tool_result`` with an explicit time, a result status, an error type
+    and extra data members (what the MCP proxy records); extra never replaces a member."""
+    client = twin.make(ledger_server.url, ledger_server.api_key, agent_name, spill_dir=spill_dir)
+    try:
+        call = client.log_tool("big", {"n": 1}, call_id="7", timestamp="2026-01-02T03:04:05Z")
+        done = client.log_tool_result(
+            "big",
+            None,
+            duration_ms=1.5,
+            call_id="7",
+            parent_id=call,
+            status="too_large",
+            extra={"bytes": 17_000_000, "tool": "not this"},
+        )
+        failed = client.log_tool_result(
+            "big",
+            error="boom",
+            call_id="8",
+            parent_id=call,
+            error_type="jsonrpc_error",
+            extra={"code": -32001},
+        )
+        assert (await twin.flush(client, 10)).complete
+        stored_call = await maybe(client.get_event(call.event_id))
+        stored_done = await maybe(client.get_event(done.event_id))
+        stored_failed = await maybe(client.get_event(failed.event_id))
+    finally:
+        await twin.close(client, 5)
+    assert stored_call.timestamp.startswith("2026-01-02T03:04:05")
+    assert stored_call.data == {"tool": "big", "args": {"n": 1}, "call_id": "7"}
+    assert stored_done.data == {
+        "tool": "big",
+        "result": None,
+        "status": "too_large",
+        "call_id": "7",
+        "duration_ms": 1.5,
+        "bytes": 17_000_000,
+    }
+    assert stored_failed.event == vocabulary.TOOL_ERROR
+    assert stored_failed.data == {
+        "tool": "big",
+        "error": "boom",
+        "type": "jsonrpc_error",
+        "call_id": "8",
+        "code": -32001,
+    }
+
+
 async def test_data_is_snapshotted_and_sanitized(
     twin: Twin, ledger_server: Any, agent_name: str, spill_dir: Path
 ) -> None:

@@ -382,11 +382,13 @@ class BaseLedger:
         parent_id: ParentRef = None,
         metadata: Mapping[str, Any] | None = None,
         agent: str | None = None,
+        timestamp: dt.datetime | str | float | None = None,
     ) -> EventRef:
         """Log a ``tool_call``: ``data = {"tool": tool, "args": args[, "call_id"]}``.
 
         ``args`` should be the arguments object (dict), not a repr string (field case H04).
-        Returns the :class:`EventRef` to pass as ``parent_id`` of :meth:`log_tool_result`.
+        ``timestamp`` as in :meth:`log` (default now). Returns the :class:`EventRef` to pass as
+        ``parent_id`` of :meth:`log_tool_result`. Never raises.
         """
         data: dict[str, Any] = {"tool": tool, "args": args}
         if call_id is not None:
@@ -398,6 +400,7 @@ class BaseLedger:
             parent_id=parent_id,
             metadata=metadata,
             agent=agent,
+            timestamp=timestamp,
         )
 
     def log_tool_result(
@@ -412,6 +415,10 @@ class BaseLedger:
         parent_id: ParentRef = None,
         metadata: Mapping[str, Any] | None = None,
         agent: str | None = None,
+        status: str | None = None,
+        error_type: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        timestamp: dt.datetime | str | float | None = None,
     ) -> EventRef:
         """Log the outcome of a tool call: ``tool_result``, or ``tool_error`` when ``error``.
 
@@ -421,19 +428,33 @@ class BaseLedger:
             error: the exception (or message) the tool failed with.
             duration_ms: wall time of the call (milliseconds).
             parent_id: the ``tool_call`` event (vocabulary: results are its children).
+            status: ``data.status`` of a ``tool_result`` (vocabulary: e.g. ``"ok"``).
+            error_type: ``data.type`` of a ``tool_error`` (default: the exception's class
+                name, or ``"error"`` for a message).
+            extra: further ``data`` members (e.g. ``{"code": -32001}``); they never replace
+                the members above.
+            timestamp: as in :meth:`log` (default now).
+
+        Never raises (as :meth:`log`).
         """
         data: dict[str, Any] = {"tool": tool}
         if error is not None:
             event = vocab.TOOL_ERROR
             data["error"] = str(error)
-            data["type"] = type(error).__name__ if isinstance(error, BaseException) else "error"
+            data["type"] = error_type or (
+                type(error).__name__ if isinstance(error, BaseException) else "error"
+            )
         else:
             event = vocab.TOOL_RESULT
             data["result"] = result
+            if status is not None:
+                data["status"] = status
         if call_id is not None:
             data["call_id"] = call_id
         if duration_ms is not None:
             data["duration_ms"] = duration_ms
+        if extra:
+            data = {**extra, **data}
         return self.log(
             event,
             data,
@@ -441,6 +462,7 @@ class BaseLedger:
             parent_id=parent_id,
             metadata=metadata,
             agent=agent,
+            timestamp=timestamp,
         )
 
     def log_batch(self, events: Iterable[Mapping[str, Any]]) -> list[EventRef]:

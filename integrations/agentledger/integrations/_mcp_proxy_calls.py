@@ -468,9 +468,10 @@ class CallLogger:
         elif not isinstance(args, dict):
             args = {"value": args}
         call_id = str(ident)
-        ref = self._ledger.log(
-            v.TOOL_CALL,
-            {"tool": tool, "args": args, "call_id": call_id},
+        ref = self._ledger.log_tool(
+            tool,
+            args,
+            call_id=call_id,
             session_id=self._session_id,
             parent_id=session,
             timestamp=wall_ns / 1e9,
@@ -542,20 +543,15 @@ class CallLogger:
         *,
         size: int | None = None,
     ) -> None:
-        data: dict[str, Any] = {
-            "tool": pending.tool,
-            "result": result,
-            "call_id": pending.call_id,
-            "duration_ms": _ms(mono_ns - pending.started_ns),
-            "status": status,
-        }
-        if size is not None:
-            data["bytes"] = size
-        self._ledger.log(
-            v.TOOL_RESULT,
-            data,
+        self._ledger.log_tool_result(
+            pending.tool,
+            result,
+            duration_ms=_ms(mono_ns - pending.started_ns),
+            call_id=pending.call_id,
             session_id=self._session_id,
             parent_id=pending.ref,
+            status=status,
+            extra=None if size is None else {"bytes": size},
             timestamp=wall_ns / 1e9,
         )
         self.stats.results += 1
@@ -570,20 +566,15 @@ class CallLogger:
         wall_ns: int | None = None,
         code: Any = None,
     ) -> None:
-        data: dict[str, Any] = {
-            "tool": pending.tool,
-            "error": text,
-            "type": kind,
-            "call_id": pending.call_id,
-            "duration_ms": _ms(mono_ns - pending.started_ns),
-        }
-        if code is not None:
-            data["code"] = code
-        self._ledger.log(
-            v.TOOL_ERROR,
-            data,
+        self._ledger.log_tool_result(
+            pending.tool,
+            error=text,
+            duration_ms=_ms(mono_ns - pending.started_ns),
+            call_id=pending.call_id,
             session_id=self._session_id,
             parent_id=pending.ref,
+            error_type=kind,
+            extra=None if code is None else {"code": code},
             timestamp=None if wall_ns is None else wall_ns / 1e9,
         )
         self.stats.errors += 1
