@@ -10,8 +10,8 @@ refuses a line that is still JSON (a lone surrogate escape such as ``"\\ud83d"``
 JavaScript's ``JSON.stringify`` writes for a string cut inside an emoji; ``NaN``) or when an
 id is a number orjson may have rounded (a float: integers beyond 64 bits, fractions). The
 stdlib keeps every number exact (integers as ``int``, fractions as ``Decimal``), so ids pair
-by exact value; before logging, the content of such a line is made storable: lone
-surrogates become U+FFFD, integers beyond 64 bits their decimal string, fractions floats.
+by exact value; before logging, fractions become floats again, and the ledger client's
+sanitizer turns lone surrogates into U+FFFD and integers beyond 2**53 into decimal strings.
 
 A line longer than ``max_line_bytes`` is not parsed. From its first and last bytes the
 logger still tries to learn whether it is a response and its id (JSON-RPC responses of the
@@ -51,9 +51,6 @@ _SERVER_INFO_META: Final = "io.modelcontextprotocol/serverInfo"
 #: Bytes kept of the start and of the end of a line too long to parse (to find its id).
 _EDGE_BYTES: Final = 65536
 #: Integers orjson (and so the ledger client) can serialize.
-_INT_MIN: Final = -(2**63)
-_INT_MAX: Final = 2**64 - 1
-_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
@@ -256,18 +253,13 @@ def _may_be_rounded(message: Any) -> bool:
 
 
 def _storable(value: Any) -> Any:
-    """A copy of a stdlib-parsed value the ledger client can serialize: lone surrogates ->
-    U+FFFD, integers beyond 64 bits -> their decimal string, ``Decimal`` -> float."""
-    if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
+    """A copy of a stdlib-parsed value with its ``Decimal`` fractions as floats (JSON numbers,
+    as orjson would have read them). Lone surrogates and integers beyond 2**53 are the ledger
+    client's to sanitize (U+FFFD, decimal strings), as for every integration."""
     if isinstance(value, dict):
-        return {_storable(key): _storable(item) for key, item in value.items()}
+        return {key: _storable(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_storable(item) for item in value]
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return value if _INT_MIN <= value <= _INT_MAX else str(value)
     if isinstance(value, decimal.Decimal):
         return float(value)
     return value
