@@ -161,6 +161,17 @@ class Raw:
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return answer
 
+    def terminate(self, timeout_s: float = 15.0) -> tuple[int, float]:
+        """SIGTERM; (exit code, seconds until exit). Killed when still running after
+        ``timeout_s`` (the wait raises ``TimeoutExpired`` then)."""
+        started = time.monotonic()
+        self.proc.terminate()
+        try:
+            code = self.proc.wait(timeout=timeout_s)
+        finally:
+            self.proc.kill()
+        return code, time.monotonic() - started
+
     def close(self, timeout_s: float = 30.0) -> tuple[int, float, bytes]:
         """Close our end; (exit code, seconds until exit, bytes still sent after)."""
         started = time.monotonic()
@@ -471,11 +482,7 @@ def test_sigterm_is_forwarded_to_the_child(
     peer.initialize()
     peer.send(call(1, "never"))
     time.sleep(0.2)
-    peer.proc.terminate()
-    try:
-        code = peer.proc.wait(timeout=15)
-    finally:
-        peer.proc.kill()
+    code, _ = peer.terminate()
     assert code == 128 + 15  # the child died of SIGTERM; the proxy exits like a shell would
     stored = stored_when(ledger_server, agent_name, ended)
     (outcome,) = stored.kids(stored.one(v.TOOL_CALL, tool="never"))
@@ -497,13 +504,8 @@ def test_signal_after_the_child_exited_cuts_the_final_flush_short(
     peer.stdin.close()
     time.sleep(1.0)  # the child exits on stdin EOF; the proxy is now flushing in vain
     assert peer.proc.poll() is None
-    started = time.monotonic()
-    peer.proc.terminate()
-    try:
-        code = peer.proc.wait(timeout=15)
-    finally:
-        peer.proc.kill()
-    assert time.monotonic() - started < 5
+    code, seconds = peer.terminate()
+    assert seconds < 5
     assert code == 0
 
 
@@ -830,13 +832,8 @@ def test_signal_ends_the_run_when_the_child_exited_and_a_grandchild_holds_stdout
     assert peer.recv()["result"]["structuredContent"] == {"bye": True}
     time.sleep(1.5)  # the child has exited; our stdin is open
     assert peer.proc.poll() is None
-    started = time.monotonic()
-    peer.proc.terminate()
-    try:
-        code = peer.proc.wait(timeout=10)
-    finally:
-        peer.proc.kill()
-    assert time.monotonic() - started < 2.0
+    code, seconds = peer.terminate(timeout_s=10)
+    assert seconds < 2.0
     assert code == 0
     stored = stored_when(ledger_server, agent_name, ended, timeout_s=5.0)
     (outcome,) = stored.kids(stored.one(v.TOOL_CALL, tool="bye"))
