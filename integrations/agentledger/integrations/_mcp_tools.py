@@ -28,7 +28,6 @@ from pydantic import Field
 from agentledger.client import (
     APIStatusError,
     AsyncLedger,
-    ConfigurationError,
     LedgerError,
     NotFoundError,
     TransportError,
@@ -144,6 +143,14 @@ class LedgerTools:
     session hangs under the previous one logged there. It belongs to this instance, which
     serves one MCP connection; nothing is shared through process-global state between agents
     or connections (field case H17).
+
+    Each tool is an ``async`` method whose docstring is the description MCP clients show the
+    model (so it names no exceptions). Every one raises ``mcp``'s ``ToolError`` (sent to the
+    client as a result with ``isError: true``) for what the caller can fix: an unknown event
+    or session (404), a refused request (401/403/422, with the ledger's field names), an
+    unreachable ledger (transport error after the client's read retries, about 10 s at most),
+    no agent to read, or an event the ledger would not store (``log_event``). Bad argument
+    types and ranges are refused by the SDK against the JSON schema before a tool runs.
     """
 
     def __init__(self, ledger: AsyncLedger) -> None:
@@ -165,9 +172,7 @@ class LedgerTools:
             raise ToolError(
                 f"{what}: cannot reach the ledger at {self.ledger.url} ({error})"
             ) from error
-        except ConfigurationError as error:
-            raise ToolError(f"{what}: {error}") from error
-        except LedgerError as error:
+        except LedgerError as error:  # ConfigurationError (no agent for this read) among them
             raise ToolError(f"{what}: {error}") from error
 
     def _agent(self, agent: str | None) -> str:
