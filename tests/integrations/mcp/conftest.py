@@ -21,24 +21,30 @@ McpFactory = Callable[..., AbstractAsyncContextManager[Client]]
 
 
 @pytest.fixture
-def mcp_client(tmp_path: Path) -> McpFactory:
+def env(tmp_path: Path) -> dict[str, str]:
+    """Our environment without AGENTLEDGER_* settings, spilling into ``tmp_path``."""
+    return {
+        **{k: val for k, val in os.environ.items() if not k.startswith("AGENTLEDGER_")},
+        "AGENTLEDGER_SPILL_DIR": str(tmp_path / "spill"),
+    }
+
+
+@pytest.fixture
+def mcp_client(tmp_path: Path, env: dict[str, str]) -> McpFactory:
     """``async with mcp_client(url=..., api_key=..., agent=...) as client``: a connected
-    MCP client session with ``agentledger mcp`` (stderr kept in ``tmp_path/mcp-stderr.log``)."""
+    MCP client session with ``agentledger mcp`` in :func:`env` (stderr kept in
+    ``tmp_path/mcp-stderr.log``)."""
 
     @asynccontextmanager
     async def connect(
-        *, url: str, api_key: str | None, agent: str | None, **env: str
+        *, url: str, api_key: str | None, agent: str | None, **extra_env: str
     ) -> AsyncIterator[Client]:
         args = ["mcp", "--url", url]
         if api_key is not None:
             args += ["--api-key", api_key]
         if agent is not None:
             args += ["--agent", agent]
-        environment = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("AGENTLEDGER_")},
-            "AGENTLEDGER_SPILL_DIR": str(tmp_path / "spill"),
-            **env,
-        }
+        environment = {**env, **extra_env}
         params = StdioServerParameters(command=agentledger_executable(), args=args, env=environment)
         with open(tmp_path / "mcp-stderr.log", "ab") as errlog:
             async with Client(stdio_client(params, errlog=errlog)) as client:

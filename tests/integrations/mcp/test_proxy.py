@@ -63,15 +63,6 @@ def proxy_argv(url: str, api_key: str, agent: str, child: list[str], *options: s
     ]
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    """Our environment without AGENTLEDGER_* settings, spilling into ``tmp_path``."""
-    return {
-        **{k: val for k, val in os.environ.items() if not k.startswith("AGENTLEDGER_")},
-        "AGENTLEDGER_SPILL_DIR": str(tmp_path / "spill"),
-    }
-
-
 def stored_when(
     server: ServerProcess, agent: str, done: Callable[[Stored], bool], timeout_s: float = 20.0
 ) -> Stored:
@@ -179,6 +170,15 @@ class Raw:
         rest = self._read(self.stdout.read, timeout_s)
         code = self.proc.wait(timeout_s)
         return code, time.monotonic() - started, rest
+
+
+def raw_proxy(
+    server: ServerProcess, agent: str, env: dict[str, str], tmp_path: Path, *options: str
+) -> Raw:
+    """The proxy around the raw child, logging to ``server`` as ``agent`` (stderr in
+    ``tmp_path/stderr.log``)."""
+    argv = proxy_argv(server.url, server.api_key, agent, RAW_CHILD, *options)
+    return Raw(argv, env, tmp_path / "stderr.log")
 
 
 def call(ident: Any, tool: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -474,11 +474,7 @@ def test_child_exiting_early_ends_the_proxy_with_its_code(
 def test_sigterm_is_forwarded_to_the_child(
     ledger_server: ServerProcess, agent_name: str, env: dict[str, str], tmp_path: Path
 ) -> None:
-    peer = Raw(
-        proxy_argv(ledger_server.url, ledger_server.api_key, agent_name, RAW_CHILD),
-        env,
-        tmp_path / "stderr.log",
-    )
+    peer = raw_proxy(ledger_server, agent_name, env, tmp_path)
     peer.initialize()
     peer.send(call(1, "never"))
     time.sleep(0.2)
@@ -515,11 +511,7 @@ def test_signal_after_the_child_exited_cuts_the_final_flush_short(
 def test_batches_server_requests_cancellation_and_open_calls(
     ledger_server: ServerProcess, agent_name: str, env: dict[str, str], tmp_path: Path
 ) -> None:
-    peer = Raw(
-        proxy_argv(ledger_server.url, ledger_server.api_key, agent_name, RAW_CHILD),
-        env,
-        tmp_path / "stderr.log",
-    )
+    peer = raw_proxy(ledger_server, agent_name, env, tmp_path)
     assert peer.initialize()["result"]["serverInfo"]["name"] == "raw-child"
     # A batch: three calls, one array of answers.
     peer.send([call(10, "echo", {"k": 1}), call(11, "rpc_error"), call(12, "needs_input")])
@@ -682,11 +674,7 @@ def test_values_orjson_cannot_read_are_logged_exactly(
     """Ids beyond 64 bits, fractional ids, and a lone surrogate escape (what JavaScript's
     ``JSON.stringify`` writes for a string cut inside an emoji): every call is paired with its
     own result, and the values are stored as U+FFFD and decimal strings."""
-    peer = Raw(
-        proxy_argv(ledger_server.url, ledger_server.api_key, agent_name, RAW_CHILD),
-        env,
-        tmp_path / "stderr.log",
-    )
+    peer = raw_proxy(ledger_server, agent_name, env, tmp_path)
     peer.initialize()
     big = 2**70
     ids: list[Any] = [big, str(big), big + 1, 2.5, -(2**63) - 1]

@@ -26,18 +26,9 @@ from agentledger.client import Ledger
 from agentledger.client import vocabulary as v
 
 from .conftest import McpFactory, text_of
-from .test_proxy import RAW_CHILD, Raw, call, ended, proxy_argv, stored_when
+from .test_proxy import RAW_CHILD, Raw, call, ended, proxy_argv, raw_proxy, stored_when
 
 pytestmark = pytest.mark.mcp
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    """Our environment without AGENTLEDGER_* settings, spilling into ``tmp_path``."""
-    return {
-        **{k: val for k, val in os.environ.items() if not k.startswith("AGENTLEDGER_")},
-        "AGENTLEDGER_SPILL_DIR": str(tmp_path / "spill"),
-    }
 
 
 #: A hand-written MCP server: answers ``initialize``; a ``tools/call`` by the mode in argv[1]:
@@ -224,11 +215,7 @@ def test_oversized_response_is_not_logged_as_no_response(
 def test_server_info_recorded_when_initialize_is_not_the_first_response(
     ledger_server: ServerProcess, agent_name: str, env: dict[str, str], tmp_path: Path
 ) -> None:
-    peer = Raw(
-        proxy_argv(ledger_server.url, ledger_server.api_key, agent_name, RAW_CHILD),
-        env,
-        tmp_path / "stderr.log",
-    )
+    peer = raw_proxy(ledger_server, agent_name, env, tmp_path)
     peer.send({"jsonrpc": "2.0", "id": "probe", "method": "server/discover", "params": {}})
     peer.recv()
     assert peer.initialize()["result"]["serverInfo"]["name"] == "raw-child"
