@@ -17,8 +17,7 @@ OVER_BUDGET: dict[str, int] = {}
 
 def _line_counts() -> dict[str, int]:
     return {
-        m.relative: len(m.path.read_text(encoding="utf-8").splitlines())
-        for m in source_modules()
+        m.relative: len(m.path.read_text(encoding="utf-8").splitlines()) for m in source_modules()
     }
 
 
@@ -35,9 +34,5 @@ def test_every_module_is_within_its_budget() -> None:
 def test_the_exception_list_only_shrinks() -> None:
     """A listed module that no longer exists or fits the budget must leave the list."""
     counts = _line_counts()
-    stale = {
-        path: counts.get(path)
-        for path in OVER_BUDGET
-        if counts.get(path, 0) <= BUDGET
-    }
+    stale = {path: counts.get(path) for path in OVER_BUDGET if counts.get(path, 0) <= BUDGET}
     assert not stale, f"take these off OVER_BUDGET: {stale}"

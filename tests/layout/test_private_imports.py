@@ -63,9 +63,7 @@ def test_source_packages_import_only_public_names_of_other_packages() -> None:
     assert not found, "cross-package private imports:\n" + "\n".join(found)
 
 
-@pytest.mark.parametrize(
-    "path", sorted((REPO / "examples").rglob("*.py")), ids=lambda p: p.name
-)
+@pytest.mark.parametrize("path", sorted((REPO / "examples").rglob("*.py")), ids=lambda p: p.name)
 def test_examples_use_public_names_only(path: Path) -> None:
     found = list(_violations(path, "examples." + path.stem))
     assert not found, "\n".join(found)
