@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agentledger.client._redact import PATTERN_NAMES, redact
 from agentledger.integrations.cases import Case, Pseudonymizer, check
+from agentledger.protocol.redaction import PATTERN_NAMES, redact
 
 
 def median_s(fn: Callable[[], Any], repeat: int) -> float:

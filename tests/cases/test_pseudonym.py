@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from agentledger.client._redact import redact
 from agentledger.integrations.cases import Pseudonymizer
+from agentledger.protocol.redaction import redact
 
 pytestmark = pytest.mark.langchain
 

@@ -57,10 +57,25 @@ def _violations(path: Path, module: str) -> Iterator[str]:
         yield f"{path.relative_to(REPO).as_posix()}:{line}: {module} imports {dotted}"
 
 
+#: "importer imports dotted" pairs still waiting for a public name. Shrink, never grow.
+KNOWN: frozenset[str] = frozenset(
+    {
+        "agentledger.integrations._crewai_events imports agentledger.client._sanitize.cut_string",
+        "agentledger.integrations._crewai_events imports agentledger.client._sanitize.jsonable",
+        "agentledger.integrations._mcp_cli imports agentledger.client._cli.commands.AgentOpt",
+        "agentledger.integrations._mcp_cli imports agentledger.client._cli.commands.KeyOpt",
+        "agentledger.integrations._mcp_cli imports agentledger.client._cli.commands.UrlOpt",
+    }
+)
+
+
 def test_source_packages_import_only_public_names_of_other_packages() -> None:
     """Layout rule: a private module is private to the package that holds it."""
     found = [v for m in source_modules() for v in _violations(m.path, m.name)]
-    assert not found, "cross-package private imports:\n" + "\n".join(found)
+    new = [v for v in found if v.split(": ", 1)[1] not in KNOWN]
+    assert not new, "cross-package private imports:\n" + "\n".join(new)
+    stale = KNOWN - {v.split(": ", 1)[1] for v in found}
+    assert not stale, f"take these off KNOWN: {sorted(stale)}"
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "examples").rglob("*.py")), ids=lambda p: p.name)

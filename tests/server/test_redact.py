@@ -1,4 +1,4 @@
-"""The shared redaction function (``agentledger.client._redact``) used at write time."""
+"""The shared redaction function (``agentledger.protocol.redaction``) used at write time."""
 
 from __future__ import annotations
 
@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from agentledger.client._redact import PATTERN_NAMES, REDACTED, SECRET_KEYS, is_secret_key, redact
+from agentledger.protocol.redaction import (
+    PATTERN_NAMES,
+    REDACTED,
+    SECRET_KEYS,
+    is_secret_key,
+    redact,
+)
 
 
 @pytest.mark.parametrize(

@@ -8,10 +8,10 @@ in private ``_modules``.
 
 from __future__ import annotations
 
-from agentledger.client import _vocabulary as vocabulary
+from agentledger.client import vocabulary
 from agentledger.client._async_client import AsyncLedger
 from agentledger.client._client import Ledger
-from agentledger.client._config import DEFAULT, ENVIRONMENT, EnvVar
+from agentledger.client._config import DEFAULT, DEFAULT_URL, ENVIRONMENT, EnvVar
 from agentledger.client._errors import (
     APIStatusError,
     AuthenticationError,
@@ -52,6 +52,7 @@ from agentledger.client._retry import RetryPolicy
 
 __all__ = [
     "DEFAULT",
+    "DEFAULT_URL",
     "ENVIRONMENT",
     "APIStatusError",
     "AgentInfo",

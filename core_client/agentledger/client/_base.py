@@ -21,7 +21,6 @@ from urllib.parse import quote
 import httpx
 import uuid_utils
 
-from agentledger.client import _vocabulary as vocab
 from agentledger.client._batcher import BatchSender
 from agentledger.client._config import (
     DEFAULT,
@@ -55,6 +54,8 @@ from agentledger.client._retry import RetryPolicy
 from agentledger.client._sanitize import DEFAULT_MAX_STRING_CHARS, snapshot
 from agentledger.client._spill import DEFAULT_MAX_SPILL_BYTES, SpillStore, destination_dir
 from agentledger.client._wire import Item
+from agentledger.protocol import limits
+from agentledger.protocol import vocabulary as vocab
 
 __all__ = ["DEFAULT_TIMEOUT_S", "BaseLedger", "Call", "ParentRef", "RedactSetting"]
 
@@ -67,14 +68,14 @@ DEFAULT_TIMEOUT_S: Final = 10.0
 READ_RETRY: Final = RetryPolicy(deadline_s=10.0, max_attempts=3)
 
 #: ``redact=``: ``True`` (secret-named keys), ``False`` (off), or pattern names to add
-#: (see ``agentledger.client._redact.PATTERN_NAMES``: email, phone, card, iban, ipv4).
+#: (see ``agentledger.protocol.redaction.PATTERN_NAMES``: email, phone, card, iban, ipv4).
 RedactSetting = bool | Collection[str]
 
 #: A ``parent_id`` may be given as the id string, a UUID, or the :class:`EventRef` of ``log()``.
 ParentRef = str | uuid.UUID | EventRef | None
 
-_MAX_EVENT_TYPE_CHARS: Final = 255
-_MAX_SESSION_CHARS: Final = 255
+_MAX_EVENT_TYPE_CHARS: Final = limits.MAX_EVENT_TYPE_CHARS
+_MAX_SESSION_CHARS: Final = limits.MAX_SESSION_CHARS
 
 
 @dataclass(frozen=True)

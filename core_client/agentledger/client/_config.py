@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Final
 
 from agentledger.client._errors import ConfigurationError
+from agentledger.protocol.limits import AGENT_PATTERN
 
 __all__ = [
     "AGENT_NAME_RE",
@@ -42,7 +43,7 @@ __all__ = [
 DEFAULT_URL: Final = "http://127.0.0.1:8765"
 
 #: Agent names accepted by the server (wire contract, "Event object").
-AGENT_NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
+AGENT_NAME_RE: Final = re.compile(AGENT_PATTERN)
 
 
 class Default:

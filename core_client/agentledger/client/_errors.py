@@ -1,8 +1,8 @@
-"""The one error tree of the client (style.md point 6, after httpx ``_exceptions.py``).
+"""The one error tree of the client (one root, one class per HTTP status family).
 
 ::
 
-    LedgerError                      base of everything the client raises
+    LedgerError                      base of everything agentledger raises (agentledger.protocol)
     ├── ConfigurationError           bad constructor argument or environment value
     ├── TransportError               no HTTP answer: connect error, timeout, protocol error
     └── APIStatusError               the server answered with a 4xx/5xx status
@@ -30,6 +30,8 @@ from typing import Any
 
 import httpx
 
+from agentledger.protocol.errors import LedgerError
+
 __all__ = [
     "APIStatusError",
     "AuthenticationError",
@@ -46,10 +48,6 @@ __all__ = [
     "status_error_from_response",
     "transport_error_from",
 ]
-
-
-class LedgerError(Exception):
-    """Base class of every exception raised by ``agentledger.client``."""
 
 
 class ConfigurationError(LedgerError, ValueError):

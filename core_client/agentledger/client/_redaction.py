@@ -1,8 +1,8 @@
-"""Client-side use of the shared :func:`~agentledger.client._redact.redact` (same rules as the
+"""Client-side use of the shared :func:`~agentledger.protocol.redaction.redact` (same rules as the
 server), with a byte-level pre-check so events without secret-looking keys skip the walk.
 
 The pre-check is exact for key rules: a key that names a secret contains every word of that
-secret name (``_redact`` compares words), so if no secret name's last word occurs in the
+secret name (the table compares words), so if no secret name's last word occurs in the
 lower-cased JSON bytes, no key can match and the bytes go out unchanged. Patterns (email,
 card...) look at every string value, so with patterns the walk always runs.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from agentledger.client._redact import SECRET_KEYS, redact
+from agentledger.protocol.redaction import SECRET_KEYS, redact
 
 __all__ = ["ClientRedactor"]
 

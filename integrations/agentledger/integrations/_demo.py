@@ -28,9 +28,8 @@ from langchain_core.language_models import BaseChatModel
 from rich.console import Console
 from rich.markup import escape
 
-from agentledger.client import Ledger
+from agentledger.client import DEFAULT_URL, Ledger
 from agentledger.client import vocabulary as v
-from agentledger.client._config import DEFAULT_URL
 from agentledger.integrations._embedded import EmbeddedServer, EmbeddedServerError
 from agentledger.integrations._support_agent import (
     CUSTOMER_MESSAGE,

@@ -117,8 +117,7 @@ from collections.abc import Mapping, Sequence
 from types import FrameType
 from typing import IO, Any, BinaryIO, Final
 
-from agentledger.client import FlushResult, Ledger, Stats
-from agentledger.client._guard import capture_internal_exceptions
+from agentledger.client import FlushResult, Ledger, Stats, capture_internal_exceptions
 from agentledger.integrations._mcp_proxy_calls import DOWN, UP, CallLogger, ProxyStats
 
 __all__ = [

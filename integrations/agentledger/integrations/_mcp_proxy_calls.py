@@ -37,9 +37,8 @@ from typing import Any, Final
 
 import orjson
 
-from agentledger.client import EventRef, Ledger
+from agentledger.client import EventRef, Ledger, capture_internal_exceptions
 from agentledger.client import vocabulary as v
-from agentledger.client._guard import capture_internal_exceptions
 
 __all__ = ["DOWN", "UP", "CallLogger", "ProxyStats"]
 

@@ -28,14 +28,14 @@ from pydantic import Field
 from agentledger.client import (
     APIStatusError,
     AsyncLedger,
+    Event,
     LedgerError,
     NotFoundError,
     TransportError,
 )
-from agentledger.client._config import AGENT_NAME_RE
-from agentledger.client._models import Event
-from agentledger.client._tree import depths
 from agentledger.integrations._timeline import describe
+from agentledger.protocol.limits import AGENT_PATTERN
+from agentledger.protocol.tree import depths
 
 __all__ = ["MAX_SESSION_PARENTS", "LedgerTools"]
 
@@ -65,7 +65,7 @@ AgentName = Annotated[
     str | None,
     Field(
         description="Agent whose data to read (default: the agent this server was started for).",
-        pattern=AGENT_NAME_RE.pattern,
+        pattern=AGENT_PATTERN,
     ),
 ]
 SessionId = Annotated[str, Field(description="A session id.", min_length=1, max_length=255)]
@@ -258,7 +258,7 @@ class LedgerTools:
             str | None,
             Field(
                 description="Only this agent's events (default: every agent in the session).",
-                pattern=AGENT_NAME_RE.pattern,
+                pattern=AGENT_PATTERN,
             ),
         ] = None,
     ) -> CallToolResult:

@@ -16,9 +16,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from agentledger.client import ChainReport, Event
 from agentledger.client import vocabulary as v
-from agentledger.client._models import ChainReport, Event
-from agentledger.client._tree import depths as event_depths
+from agentledger.protocol.tree import depths as event_depths
 
 __all__ = ["describe", "print_chain_report", "print_timeline", "print_why_tree"]
 

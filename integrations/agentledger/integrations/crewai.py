@@ -84,8 +84,8 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         "agentledger.integrations.crewai needs CrewAI: pip install 'agentledger[crewai]'"
     ) from error
 
+from agentledger.client import capture_internal_exceptions
 from agentledger.client import vocabulary as v
-from agentledger.client._guard import capture_internal_exceptions
 from agentledger.integrations._crewai_events import RULES, Out, Role, Rule
 from agentledger.integrations._crewai_order import Sequencer
 from agentledger.integrations._crewai_scopes import Scope, ScopeTable

@@ -66,8 +66,8 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 
 import uuid_utils
 
+from agentledger.client import capture_internal_exceptions
 from agentledger.client import vocabulary as v
-from agentledger.client._guard import capture_internal_exceptions
 from agentledger.integrations._langchain._runs import Run, RunTable, Trace
 from agentledger.integrations._langchain._usage import (
     finish_reason,

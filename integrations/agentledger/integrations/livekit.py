@@ -115,8 +115,8 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         "agentledger.integrations.livekit needs livekit-agents: pip install 'agentledger[livekit]'"
     ) from error
 
+from agentledger.client import capture_internal_exceptions
 from agentledger.client import vocabulary as v
-from agentledger.client._guard import capture_internal_exceptions
 from agentledger.integrations._livekit_state import Call, Capped, Speech
 from agentledger.integrations._livekit_values import (
     args_object,

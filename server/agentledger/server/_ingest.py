@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
-from agentledger.client._redact import redact
+from agentledger.protocol.redaction import redact
 from agentledger.server._canonical import InputLimitError, inspect_value
 from agentledger.server._schemas import BatchItemIn, EventIn
 

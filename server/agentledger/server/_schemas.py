@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from agentledger.protocol import limits
+
 __all__ = [
     "AGENT_PATTERN",
     "UUID_PATTERN",
@@ -38,7 +40,7 @@ __all__ = [
 ]
 
 #: Agent names (wire contract, "Event object").
-AGENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$"
+AGENT_PATTERN = limits.AGENT_PATTERN
 
 #: A UUID in its canonical 8-4-4-4-12 hex form (any case; stored lowercase). Validated as a
 #: string: building ``uuid.UUID`` objects cost half of batch validation.
@@ -47,7 +49,7 @@ UUID_PATTERN = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0
 AgentName = Annotated[str, Field(pattern=AGENT_PATTERN, min_length=1, max_length=255)]
 UUIDStr = Annotated[str, Field(pattern=UUID_PATTERN, min_length=36, max_length=36)]
 # U+0000 cannot be stored as text by PostgreSQL: refused at the API on every store.
-NO_NUL = r"^[^\x00]*$"
+NO_NUL = limits.NO_NUL_PATTERN
 EventType = Annotated[str, Field(min_length=1, max_length=255, pattern=NO_NUL)]
 SessionId = Annotated[str, Field(max_length=255, pattern=NO_NUL)]
 IdempotencyKey = Annotated[str, Field(min_length=1, max_length=255, pattern=NO_NUL)]

@@ -19,7 +19,7 @@ import ipaddress
 import os
 from dataclasses import dataclass, field
 
-from agentledger.client._redact import PATTERN_NAMES
+from agentledger.protocol.redaction import PATTERN_NAMES
 
 __all__ = ["Settings", "is_loopback"]
 
@@ -51,7 +51,7 @@ class Settings:
         dev_key: a full-access key accepted only while ``host`` is loopback (wire contract).
         chain_key: when set, chain links are HMAC-SHA256 with this key instead of SHA-256.
         redact_patterns: optional redaction patterns applied at write time, before the checksum
-            (names from ``agentledger.client._redact.PATTERN_NAMES``).
+            (names from ``agentledger.protocol.redaction.PATTERN_NAMES``).
         max_body_bytes: request bodies above this size get 413.
         max_json_depth: ``data``/``metadata`` nested deeper than this get 422.
         max_batch_items: batch size limit (422 above it).

@@ -26,7 +26,7 @@ from rich.text import Text
 from agentledger.client._client import Ledger
 from agentledger.client._errors import LedgerError
 from agentledger.client._models import ChainReport, Event
-from agentledger.client._tree import depths as event_depths
+from agentledger.protocol.tree import depths as event_depths
 
 __all__ = ["register"]
 

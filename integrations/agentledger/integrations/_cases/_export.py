@@ -28,7 +28,6 @@ from typing import Any
 
 from agentledger.client import Event, Ledger
 from agentledger.client import vocabulary as v
-from agentledger.client._redact import redact
 from agentledger.integrations._cases._model import (
     Case,
     ChainHeadRef,
@@ -40,6 +39,7 @@ from agentledger.integrations._cases._model import (
     save_case,
 )
 from agentledger.integrations._cases._pseudonym import Pseudonymizer
+from agentledger.protocol.redaction import redact
 
 __all__ = ["ChainBrokenError", "ExportResult", "build_case", "export_cases"]
 

@@ -3,14 +3,14 @@
 What is replaced (issue 8, "export"):
 
 * secrets: values under secret-named keys (the shared rule,
-  :func:`agentledger.client._redact.redact`) and secret-looking strings (bearer tokens,
+  :func:`agentledger.protocol.redaction.redact`) and secret-looking strings (bearer tokens,
   ``sk-``/``pk_`` API keys, AWS access key ids, GitHub and Slack tokens) become
   ``"[REDACTED]"``; they are never written;
 * e-mail addresses -> ``user1@example.com``; phone numbers -> same grouping and country
   prefix, other digits replaced; card numbers (Luhn-valid, ISO/IEC 7812) -> a Luhn-valid
   number of the same length and grouping starting ``4000``; IBANs (ISO 13616 mod-97) -> same
   country and length with valid check digits. Detection reuses the checks of
-  :mod:`agentledger.client._redact` (Luhn, mod-97, digit counts);
+  :mod:`agentledger.protocol.redaction` (Luhn, mod-97, digit counts);
 * names: values under name-like keys (``name``, ``customer``, ``full_name``...) and names
   introduced by a phrase (``my name is``, ``Dear``, ``Mr``...) are collected first, then every
   occurrence of the full name and of each of its words is replaced in every string;
@@ -29,13 +29,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from agentledger.client._redact import (
+from agentledger.protocol.redaction import (
     PATTERN_REGEXES,
     REDACTED,
     is_secret_key,
 )
-from agentledger.client._redact import iban_ok as _iban_ok
-from agentledger.client._redact import luhn_ok as _luhn_ok
+from agentledger.protocol.redaction import iban_ok as _iban_ok
+from agentledger.protocol.redaction import luhn_ok as _luhn_ok
 
 __all__ = ["Pseudonymizer"]
 
@@ -94,7 +94,7 @@ _SECRET_STRINGS = re.compile(
     r"|\bgh[pousr]_[A-Za-z0-9]{30,}"
     r"|\bxox[abpr]-[A-Za-z0-9-]{10,}"
 )
-# The same shapes as the client's redaction (one table, agentledger.client._redact).
+# The same shapes as the client's redaction (one table, agentledger.protocol.redaction).
 _CARD = PATTERN_REGEXES["card"]
 _IBAN = PATTERN_REGEXES["iban"]
 _EMAIL = PATTERN_REGEXES["email"]

@@ -24,6 +24,7 @@ from fastapi import APIRouter, FastAPI, HTTPException, Path, Query, Request, Res
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
+from agentledger.protocol.limits import MAX_SESSION_CHARS
 from agentledger.server._auth import Principal, ReadPrincipal, WritePrincipal
 from agentledger.server._http import StrictJSONRoute, json_response
 from agentledger.server._ingest import format_ts
@@ -42,8 +43,8 @@ from agentledger.server._schemas import AGENT_PATTERN, NO_NUL, UtcDatetime
 
 __all__ = ["QueryServices", "router"]
 
-AgentName = Annotated[str, Field(pattern=AGENT_PATTERN, min_length=1, max_length=255)]
-AgentPath = Annotated[str, Path(pattern=AGENT_PATTERN, max_length=255)]
+AgentName = Annotated[str, Field(pattern=AGENT_PATTERN, min_length=1, max_length=MAX_SESSION_CHARS)]
+AgentPath = Annotated[str, Path(pattern=AGENT_PATTERN, max_length=MAX_SESSION_CHARS)]
 
 #: ``window`` values (wire contract: 24h|7d|30d).
 WINDOWS = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
@@ -138,10 +139,10 @@ class SearchIn(BaseModel):
     limit: Annotated[int, Field(ge=1, le=200)] = 10
     mode: Literal["auto", "keyword", "semantic", "hybrid"] | None = "auto"
     include_superseded: bool = False
-    session_id: Annotated[str, Field(max_length=255, pattern=NO_NUL)] | None = None
+    session_id: Annotated[str, Field(max_length=MAX_SESSION_CHARS, pattern=NO_NUL)] | None = None
     event_types: (
         Annotated[
-            list[Annotated[str, Field(min_length=1, max_length=255, pattern=NO_NUL)]],
+            list[Annotated[str, Field(min_length=1, max_length=MAX_SESSION_CHARS, pattern=NO_NUL)]],
             Field(max_length=50),
         ]
         | None
@@ -241,7 +242,7 @@ def search_status(principal: ReadPrincipal, request: Request) -> Response:
 def state_at(
     principal: ReadPrincipal,
     request: Request,
-    agent: Annotated[str, Query(pattern=AGENT_PATTERN, max_length=255)],
+    agent: Annotated[str, Query(pattern=AGENT_PATTERN, max_length=MAX_SESSION_CHARS)],
     timestamp: UtcDatetime,
     max_events: Annotated[int, Query(ge=1, le=1_000_000)] = 1_000_000,
 ) -> Response:
@@ -270,7 +271,7 @@ class ForgetIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    filter_key: Annotated[str, Field(min_length=1, max_length=255, pattern=NO_NUL)]
+    filter_key: Annotated[str, Field(min_length=1, max_length=MAX_SESSION_CHARS, pattern=NO_NUL)]
     filter_value: (
         Annotated[str, Field(min_length=1, max_length=10_000, pattern=NO_NUL)] | int | float | bool
     )
@@ -399,7 +400,7 @@ class ContextIn(BaseModel):
     agent: AgentName
     task: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=NO_NUL)]
     max_tokens: Annotated[int, Field(ge=16, le=128_000)] = 2000
-    session_id: Annotated[str, Field(max_length=255, pattern=NO_NUL)] | None = None
+    session_id: Annotated[str, Field(max_length=MAX_SESSION_CHARS, pattern=NO_NUL)] | None = None
     recent: Annotated[int, Field(ge=0, le=200)] = 20
     relevant: Annotated[int, Field(ge=0, le=200)] = 20
 
@@ -441,10 +442,10 @@ def memory_context(body: ContextIn, principal: ReadPrincipal, request: Request) 
 
 @router.get("/memory/diff/{session_id:path}")
 def memory_diff(
-    session_id: Annotated[str, Path(min_length=1, max_length=255)],
+    session_id: Annotated[str, Path(min_length=1, max_length=MAX_SESSION_CHARS)],
     principal: ReadPrincipal,
     request: Request,
-    agent: Annotated[str | None, Query(pattern=AGENT_PATTERN, max_length=255)] = None,
+    agent: Annotated[str | None, Query(pattern=AGENT_PATTERN, max_length=MAX_SESSION_CHARS)] = None,
 ) -> Response:
     """What a session did next to the agent's other sessions (new steps and event types,
     usual steps it skipped, depth, errors, duration)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from agentledger.client import _vocabulary as v
+from agentledger.protocol import vocabulary as v
 
 __all__ = [
     "EventView",

@@ -1,9 +1,9 @@
 """The one event vocabulary every integration emits.
 
-Source: ``shared/docs/event-vocabulary.md``. A regression check such as "must call
-``verify_charge`` before ``issue_refund``" reads the same whether a session came from
-LangChain, LangGraph, CrewAI, LiveKit or a hand-written agent, because every integration
-maps its framework's hooks onto these names.
+The names and their data fields are described in ``docs/pages/event-vocabulary.md``. A
+regression check such as "must call ``verify_charge`` before ``issue_refund``" reads
+the same whether a session came from LangChain, LangGraph, CrewAI, LiveKit or a hand-written
+agent, because every integration maps its framework's hooks onto these names.
 
 =====================  ==========================================  =========================
 event                  data (required -> optional)                 parent
@@ -43,6 +43,32 @@ usage is ``None``, never 0.
 from __future__ import annotations
 
 from typing import Final
+
+__all__ = [
+    "ASSISTANT_RESPONSE",
+    "CLOSING_EVENTS",
+    "CUSTOM_EVENT",
+    "ERROR_EVENTS",
+    "EVENT_TYPES",
+    "INTERRUPTED",
+    "LLM_END",
+    "LLM_ERROR",
+    "LLM_START",
+    "RETRIEVAL",
+    "SESSION_END",
+    "SESSION_START",
+    "STATE_DELETE",
+    "STATE_SET",
+    "STEP_END",
+    "STEP_ERROR",
+    "STEP_KINDS",
+    "STEP_START",
+    "TOKEN_USAGE_KEYS",
+    "TOOL_CALL",
+    "TOOL_ERROR",
+    "TOOL_RESULT",
+    "USER_MESSAGE",
+]
 
 SESSION_START: Final = "session_start"
 SESSION_END: Final = "session_end"

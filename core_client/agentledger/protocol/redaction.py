@@ -1,4 +1,4 @@
-"""The one redaction function shared by the server (write time, before the checksum) and the client.
+"""The one redaction table shared by the server (write time, before the checksum) and the client.
 
 :func:`redact` returns a redacted *copy* of a JSON-like value:
 

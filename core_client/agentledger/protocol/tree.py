@@ -1,19 +1,29 @@
-"""Depth of each event in a causal tree, for indented timelines.
+"""Depth of each event in a tree of events, for indented timelines.
 
 Shared by the CLI (``agentledger replay``), the demo's timeline and the MCP server's
-``replay_session``/``impact`` text.
+``replay_session``/``impact`` text. Works on anything with ``event_id`` and ``parent_id``
+attributes (the client's ``Event``, the server's rows).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
-from agentledger.client._models import Event
-
-__all__ = ["depths"]
+__all__ = ["TreeNode", "depths"]
 
 
-def depths(events: Sequence[Event]) -> dict[str, int]:
+class TreeNode(Protocol):
+    """What :func:`depths` reads of an event."""
+
+    @property
+    def event_id(self) -> str: ...
+
+    @property
+    def parent_id(self) -> str | None: ...
+
+
+def depths(events: Sequence[TreeNode]) -> dict[str, int]:
     """Depth of every event among ``events``: 0 for one whose parent is not in the list.
 
     Args:
@@ -27,7 +37,7 @@ def depths(events: Sequence[Event]) -> dict[str, int]:
     known: dict[str, int] = {}
     for event in events:
         chain: list[str] = []
-        current: Event | None = event
+        current: TreeNode | None = event
         while current is not None and current.event_id not in known:
             chain.append(current.event_id)
             parent = current.parent_id
