@@ -11,7 +11,22 @@ from __future__ import annotations
 from agentledger.client import vocabulary
 from agentledger.client._async_client import AsyncLedger
 from agentledger.client._client import Ledger
-from agentledger.client._config import DEFAULT, DEFAULT_URL, ENVIRONMENT, EnvVar
+from agentledger.client._config import (
+    DEFAULT,
+    DEFAULT_EMBEDDINGS_MODEL,
+    DEFAULT_OPENAI_MODEL,
+    DEFAULT_URL,
+    ENVIRONMENT,
+    EnvVar,
+    child_environment,
+    resolve_agent,
+    resolve_api_key,
+    resolve_embeddings_api_key,
+    resolve_embeddings_model,
+    resolve_embeddings_url,
+    resolve_openai_model,
+    resolve_url,
+)
 from agentledger.client._errors import (
     APIStatusError,
     AuthenticationError,
@@ -52,6 +67,8 @@ from agentledger.client._retry import RetryPolicy
 
 __all__ = [
     "DEFAULT",
+    "DEFAULT_EMBEDDINGS_MODEL",
+    "DEFAULT_OPENAI_MODEL",
     "DEFAULT_URL",
     "ENVIRONMENT",
     "APIStatusError",
@@ -90,6 +107,14 @@ __all__ = [
     "UnprocessableEntityError",
     "WhyResult",
     "capture_internal_exceptions",
+    "child_environment",
     "guarded",
+    "resolve_agent",
+    "resolve_api_key",
+    "resolve_embeddings_api_key",
+    "resolve_embeddings_model",
+    "resolve_embeddings_url",
+    "resolve_openai_model",
+    "resolve_url",
     "vocabulary",
 ]

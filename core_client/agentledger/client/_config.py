@@ -1,7 +1,10 @@
 """Client configuration: one table of environment variables, resolved once per client.
 
 Constructor arguments override the environment; nothing is read from module globals after
-construction (style.md point 14).
+construction (so a test can build two clients with different settings in one process).
+Other packages (the regression-case runner, the demo, the embedded server) take their
+environment through the ``resolve_*`` functions here, so this module is the client side's only
+reader of the environment.
 
 ==========================  ==============================  ========================================
 variable                    default                         meaning
@@ -29,18 +32,27 @@ from agentledger.protocol.limits import AGENT_PATTERN
 __all__ = [
     "AGENT_NAME_RE",
     "DEFAULT",
+    "DEFAULT_EMBEDDINGS_MODEL",
+    "DEFAULT_OPENAI_MODEL",
     "DEFAULT_URL",
     "ENVIRONMENT",
     "Default",
     "EnvVar",
+    "child_environment",
     "default_spill_dir",
     "resolve_agent",
     "resolve_api_key",
+    "resolve_embeddings_api_key",
+    "resolve_embeddings_model",
+    "resolve_embeddings_url",
+    "resolve_openai_model",
     "resolve_spill_dir",
     "resolve_url",
 ]
 
 DEFAULT_URL: Final = "http://127.0.0.1:8765"
+DEFAULT_EMBEDDINGS_MODEL: Final = "text-embedding-3-small"
+DEFAULT_OPENAI_MODEL: Final = "gpt-4o-mini"
 
 #: Agent names accepted by the server (wire contract, "Event object").
 AGENT_NAME_RE: Final = re.compile(AGENT_PATTERN)
@@ -71,6 +83,26 @@ ENVIRONMENT: Final[tuple[EnvVar, ...]] = (
     EnvVar("AGENTLEDGER_URL", DEFAULT_URL, "URL", "base URL of the ledger server"),
     EnvVar("AGENTLEDGER_API_KEY", "", "string", "bearer API key (required)"),
     EnvVar("AGENTLEDGER_AGENT", "", "agent name", "agent events are logged under"),
+    EnvVar(
+        "AGENTLEDGER_EMBEDDINGS_URL",
+        "",
+        "URL",
+        "OpenAI-compatible embeddings endpoint for answer similarity in regression cases",
+    ),
+    EnvVar(
+        "AGENTLEDGER_EMBEDDINGS_MODEL",
+        DEFAULT_EMBEDDINGS_MODEL,
+        "model name",
+        "embeddings model for answer similarity",
+    ),
+    EnvVar("AGENTLEDGER_EMBEDDINGS_API_KEY", "", "string", "bearer key of the embeddings URL"),
+    EnvVar(
+        "OPENAI_BASE_URL",
+        "",
+        "URL",
+        "when set, the demo's support agent calls this OpenAI-compatible endpoint",
+    ),
+    EnvVar("OPENAI_MODEL", DEFAULT_OPENAI_MODEL, "model name", "model the demo agent calls"),
     EnvVar(
         "AGENTLEDGER_SPILL_DIR",
         "$XDG_CACHE_HOME/agentledger/spill",
@@ -142,3 +174,35 @@ def resolve_spill_dir(
             return None
         return Path(value).expanduser()
     return Path(spill_dir).expanduser()
+
+
+def resolve_embeddings_url(url: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """``url`` or ``AGENTLEDGER_EMBEDDINGS_URL`` (``None``: no embeddings endpoint)."""
+    return url or _env("AGENTLEDGER_EMBEDDINGS_URL", environ)
+
+
+def resolve_embeddings_model(model: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """``model`` or ``AGENTLEDGER_EMBEDDINGS_MODEL`` or :data:`DEFAULT_EMBEDDINGS_MODEL`."""
+    return model or _env("AGENTLEDGER_EMBEDDINGS_MODEL", environ) or DEFAULT_EMBEDDINGS_MODEL
+
+
+def resolve_embeddings_api_key(environ: Mapping[str, str] | None = None) -> str | None:
+    """``AGENTLEDGER_EMBEDDINGS_API_KEY`` (``None`` when unset)."""
+    return _env("AGENTLEDGER_EMBEDDINGS_API_KEY", environ)
+
+
+def resolve_openai_model(model: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """``model``; else, when ``OPENAI_BASE_URL`` is set, ``OPENAI_MODEL`` or the default model.
+
+    ``None`` means "no model endpoint configured" (the demo then uses its scripted model).
+    """
+    if model is not None:
+        return model
+    if _env("OPENAI_BASE_URL", environ) is None:
+        return None
+    return _env("OPENAI_MODEL", environ) or DEFAULT_OPENAI_MODEL
+
+
+def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment plus ``extra``, for a child process (an embedded server)."""
+    return {**os.environ, **(extra or {})}
