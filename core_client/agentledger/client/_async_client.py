@@ -8,17 +8,16 @@ synchronous callbacks are sent even after the event loop has finished.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import os
-import time
 from collections.abc import AsyncIterator, Iterable
 from types import TracebackType
 from typing import IO, Any, TypeVar
 
 import httpx
 
-from agentledger.client._base import DEFAULT_TIMEOUT_S, READ_RETRY, BaseLedger, Call, RedactSetting
+from agentledger.client._base import DEFAULT_TIMEOUT_S, BaseLedger, RedactSetting
+from agentledger.client._calls import READ_RETRY, Call
 from agentledger.client._config import DEFAULT, Default
 from agentledger.client._errors import transport_error_from
 from agentledger.client._models import (
@@ -120,27 +119,13 @@ class AsyncLedger(BaseLedger):
             :class:`FlushResult`; ``complete`` is ``False`` on timeout (field case H07).
         """
         timeout = self.flush_timeout_s if timeout_s is None else timeout_s
-        started = time.monotonic()
-        future, before = self._sender.flush_request()
-        complete = await self._wait(future, timeout)
-        return self._sender.flush_result(before, started, complete)
-
-    @staticmethod
-    async def _wait(future: Any, timeout_s: float) -> bool:
-        try:
-            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), timeout_s)
-        except TimeoutError:
-            return False
-        return True
+        return await self._sender.async_flush(timeout)
 
     async def aclose(self, timeout_s: float | None = None) -> FlushResult:
         """Flush within ``timeout_s`` (default ``flush_timeout_s``), stop the sender, spill
         what is left and close HTTP connections. Idempotent."""
         timeout = self.flush_timeout_s if timeout_s is None else timeout_s
-        started = time.monotonic()
-        future, before = self._sender.flush_request()
-        complete = await self._wait(future, timeout)
-        result = self._sender.finish_close(before, started, complete, deadline=started + timeout)
+        result = await self._sender.async_close(timeout)
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()

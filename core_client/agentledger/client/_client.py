@@ -10,7 +10,8 @@ from typing import IO, Any, TypeVar
 
 import httpx
 
-from agentledger.client._base import DEFAULT_TIMEOUT_S, READ_RETRY, BaseLedger, Call, RedactSetting
+from agentledger.client._base import DEFAULT_TIMEOUT_S, BaseLedger, RedactSetting
+from agentledger.client._calls import READ_RETRY, Call
 from agentledger.client._config import DEFAULT, Default
 from agentledger.client._errors import transport_error_from
 from agentledger.client._models import (
@@ -131,16 +132,15 @@ class Ledger(BaseLedger):
                 even when the server hangs (field case H07).
 
         Returns:
-            :class:`FlushResult` (``complete``, ``sent``, ``spilled``, ``dropped``,
-            ``pending``).
+            :class:`FlushResult` (``complete``, ``sent``, ``spilled``, ``dropped``, ``pending``).
         """
-        return self._sender.flush(self.flush_timeout_s if timeout_s is None else timeout_s)
+        return self._sender.sync_flush(self.flush_timeout_s if timeout_s is None else timeout_s)
 
     def close(self, timeout_s: float | None = None) -> FlushResult:
         """Flush within ``timeout_s`` (default ``flush_timeout_s``), stop the sender, spill
         what is left, and close HTTP connections. Idempotent; later ``log()`` calls go to the
         spill (or are dropped and counted)."""
-        result = self._sender.close(self.flush_timeout_s if timeout_s is None else timeout_s)
+        result = self._sender.sync_close(self.flush_timeout_s if timeout_s is None else timeout_s)
         client, self._client = self._client, None
         if client is not None:
             client.close()
