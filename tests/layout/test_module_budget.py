@@ -13,7 +13,6 @@ BUDGET = 500
 
 #: path -> cap (lines). Shrink, never grow.
 OVER_BUDGET: dict[str, int] = {
-    "core_client/agentledger/client/_client.py": 508,
     "server/agentledger/server/_query/_store.py": 596,
     "server/agentledger/server/_store/_sql.py": 759,
     "integrations/agentledger/integrations/_crewai_events.py": 673,
