@@ -25,9 +25,9 @@ from agentledger.client._models import Stats
 from agentledger.client._process_hooks import register_process_hooks, unregister_exit_hook
 from agentledger.client._redaction import ClientRedactor
 from agentledger.client._retry import RetryPolicy
-from agentledger.client._sanitize import DEFAULT_MAX_STRING_CHARS
 from agentledger.client._spill import DEFAULT_MAX_SPILL_BYTES, SpillStore, destination_dir
 from agentledger.client._writes import EventWrites
+from agentledger.client.sanitize import DEFAULT_MAX_STRING_CHARS
 
 __all__ = ["DEFAULT_TIMEOUT_S", "BaseLedger", "RedactSetting"]
 

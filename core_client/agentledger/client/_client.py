@@ -19,7 +19,6 @@ from agentledger.client._errors import transport_error_from
 from agentledger.client._models import FlushResult, ImportResult
 from agentledger.client._reads import LedgerReads
 from agentledger.client._retry import RetryPolicy
-from agentledger.client._sanitize import DEFAULT_MAX_STRING_CHARS
 from agentledger.client._spill import DEFAULT_MAX_SPILL_BYTES
 from agentledger.client._transfer import (
     ImportChunks,
@@ -27,6 +26,7 @@ from agentledger.client._transfer import (
     open_export_target,
     progress_reporter,
 )
+from agentledger.client.sanitize import DEFAULT_MAX_STRING_CHARS
 
 __all__ = ["Ledger"]
 

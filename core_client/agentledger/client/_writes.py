@@ -13,8 +13,8 @@ import uuid_utils
 from agentledger.client._batcher import BatchSender
 from agentledger.client._guard import capture_internal_exceptions, logger
 from agentledger.client._models import EventRef
-from agentledger.client._sanitize import snapshot
 from agentledger.client._wire import Item
+from agentledger.client.sanitize import snapshot
 from agentledger.protocol import limits
 from agentledger.protocol import vocabulary as vocab
 
