@@ -40,7 +40,7 @@ __all__ = [
 #: The replacement for a value under a secret-named key.
 REDACTED = "[REDACTED]"
 
-#: Secret key names (issue 2); compared case-insensitively, word-wise (see module docstring).
+#: Secret key names; compared case-insensitively, word-wise (see module docstring).
 SECRET_KEYS: frozenset[str] = frozenset(
     {
         "password",
