@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentledger.client import Ledger
-from agentledger.client._cli import app
+from agentledger.cli import app
 
 from .conftest import stored_events
 
