@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from agentledger.cases import Case, CaseError, load_case, save_case
 from agentledger.integrations import cases
-from agentledger.integrations.cases import Case, CaseError, load_case, save_case
 
 from .conftest import EXAMPLE, cli
 

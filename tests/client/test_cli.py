@@ -10,8 +10,8 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from agentledger.client import Ledger
 from agentledger.cli import app
+from agentledger.client import Ledger
 
 from .conftest import stored_events
 

@@ -1,7 +1,7 @@
 """``check(case, events)``: evaluate a case's expectations against one run's stored events.
 
 Framework-neutral: it reads only the shared vocabulary (``tool_call``, ``llm_end``
-``token_usage``, ``assistant_response``...; ``shared/docs/event-vocabulary.md``), so a
+``token_usage``, ``assistant_response``...; :mod:`agentledger.protocol.vocabulary`), so a
 LangChain, CrewAI or LiveKit session is checked the same way. ``events`` may be
 :class:`agentledger.client.Event` objects or wire dicts (``GET /v1/sessions/{sid}/events``).
 

@@ -1,19 +1,8 @@
 """Build case files from stored sessions (``agentledger cases export``).
 
-Steps for each session (issue 8):
-
-1. verify the agent's hash chain (``GET /v1/events/chain``); a broken chain refuses the
-   export (:class:`ChainBrokenError`) unless ``force=True``; the head is recorded in the case;
-2. read the session (``GET /v1/sessions/{sid}/events``);
-3. build ``inputs`` (``user_message`` texts in order), ``context`` (``retrieval`` documents),
-   ``tool_stubs`` (each ``tool_call`` with its ``tool_result``/``tool_error``, in order),
-   ``source_answer`` and ``expect`` (``must_call`` and ``must_call_in_order`` from the tools
-   called, in order of first call; ``max_tool_calls`` and token ceilings with head room);
-4. replace personal data and drop secrets (:class:`Pseudonymizer`), consistently per case.
-
-``subject_ref`` is ``"sha256:<hex>"`` of the first ``user_id``/``subject_id``/``customer_id``
-found in the session's metadata or data, else of ``"<agent>/<session>"``: an erasure request
-for that subject (or session) computes the same reference and finds the fixture.
+The chain is verified first (:class:`ChainBrokenError` unless ``force=True``), then each
+session becomes a pseudonymised case; the steps and ``subject_ref`` are described in
+``docs/design/cases.md``.
 """
 
 from __future__ import annotations

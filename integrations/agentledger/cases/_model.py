@@ -1,18 +1,8 @@
 """The case file: one JSON document per regression case, versioned (``schema_version``).
 
-A case holds what a production session showed (inputs, retrieved context, what every tool
-returned) and what a candidate agent must do with it (``expect``). The model is pydantic, so
-``Case.model_json_schema()`` is the documented JSON Schema (``agentledger cases schema``), and
-a bad file raises :class:`CaseError` naming the file and the dotted path of the bad field.
-
-Short forms are accepted on input and written in full: ``"must_call": ["lookup_order"]`` is
-``[{"tool": "lookup_order"}]``; ``"max_tool_calls": 6`` is ``{"value": 6}``;
-``"must_not_call": ["x"]`` is ``{"tools": ["x"]}``.
-
-Pass rates: every check has ``min_pass_rate`` (0..1). Safety checks (``must_call``,
-``must_call_in_order``, ``must_not_call``, ``not_contains`` and the stub check "no unexpected
-tool call") default to 1.0 whatever the suite default says; the others default to
-``Expect.min_pass_rate`` (itself defaulting to 1.0, lowered per run with ``--min-pass-rate``).
+A pydantic model, so ``Case.model_json_schema()`` is the documented schema and a bad file raises
+:class:`CaseError` naming the file and the dotted path of the bad field. Short forms and pass-rate
+defaults: ``docs/design/cases.md``.
 """
 
 from __future__ import annotations
@@ -237,7 +227,7 @@ class Expect(_Strict):
 class Case(_Strict):
     """One regression case (file format version :data:`SCHEMA_VERSION`).
 
-    Fields (issue 8): provenance (``source_session``, ``source_agent``, ``captured_at`` ISO
+    Fields: provenance (``source_session``, ``source_agent``, ``captured_at`` ISO
     time, ``captured_with`` model/config found in the session, ``cause_category``,
     ``labels``, ``subject_ref`` an opaque reference an erasure request can search for,
     ``chain_head`` of the source at export time); ``inputs`` the user messages in order;

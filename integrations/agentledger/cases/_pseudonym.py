@@ -1,24 +1,7 @@
-"""Personal data out, synthetic stand-ins in: consistent within a case, same structure.
+"""Personal data out, synthetic stand-ins in: consistent within a case, same shape.
 
-What is replaced (issue 8, "export"):
-
-* secrets: values under secret-named keys (the shared rule,
-  :func:`agentledger.protocol.redaction.redact`) and secret-looking strings (bearer tokens,
-  ``sk-``/``pk_`` API keys, AWS access key ids, GitHub and Slack tokens) become
-  ``"[REDACTED]"``; they are never written;
-* e-mail addresses -> ``user1@example.com``; phone numbers -> same grouping and country
-  prefix, other digits replaced; card numbers (Luhn-valid, ISO/IEC 7812) -> a Luhn-valid
-  number of the same length and grouping starting ``4000``; IBANs (ISO 13616 mod-97) -> same
-  country and length with valid check digits. Detection reuses the checks of
-  :mod:`agentledger.protocol.redaction` (Luhn, mod-97, digit counts);
-* names: values under name-like keys (``name``, ``customer``, ``full_name``...) and names
-  introduced by a phrase (``my name is``, ``Dear``, ``Mr``...) are collected first, then every
-  occurrence of the full name and of each of its words is replaced in every string;
-* order-like ids (``A1234``, ``ORD-99812``) only when asked (``order_ids=True``).
-
-The same original always gets the same stand-in within one :class:`Pseudonymizer`, so a stub
-keyed by ``order_id`` still matches the argument the agent reads from the (replaced) input.
-Strings holding JSON (tool results often do) are parsed, walked and re-serialised.
+What is replaced and how (secrets, e-mails, phones, cards, IBANs, names, order ids):
+``docs/design/cases.md``. Detection reuses the checks of :mod:`agentledger.protocol.redaction`.
 """
 
 from __future__ import annotations

@@ -130,7 +130,7 @@ class StubRegistry:
 
     def cassette(self) -> Any:
         """A vcrpy context manager playing the case's cassette in record mode ``none``."""
-        import vcr  # type: ignore[import-untyped]  # optional: only for cases with a cassette
+        import vcr  # optional: only for cases with a cassette
 
         assert self.case.cassette is not None
         passthrough = self.passthrough_urls

@@ -51,7 +51,7 @@ def record_cassette(
         KeyError: a name is not among ``tools``.
         Exception: whatever a real tool raises.
     """
-    import vcr  # type: ignore[import-untyped]  # optional dependency of the cases extra
+    import vcr  # optional dependency of the cases extra
 
     by_name = {t.name: t for t in tools}
     missing = [n for n in tool_names if n not in by_name]
