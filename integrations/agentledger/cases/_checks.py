@@ -1,13 +1,7 @@
 """``check(case, events)``: evaluate a case's expectations against one run's stored events.
 
-Framework-neutral: it reads only the shared vocabulary (``tool_call``, ``llm_end``
-``token_usage``, ``assistant_response``...; :mod:`agentledger.protocol.vocabulary`), so a
-LangChain, CrewAI or LiveKit session is checked the same way. ``events`` may be
-:class:`agentledger.client.Event` objects or wire dicts (``GET /v1/sessions/{sid}/events``).
-
-Token rule (vocabulary): ``added_input_tokens = input_tokens - cache_read_tokens`` per model
-call, so the cache state of a provider cannot make a check flaky. A call whose usage is
-unknown (``null``) adds nothing and is counted in the check's ``actual``.
+Framework-neutral (it reads only :mod:`agentledger.protocol.vocabulary` events, objects or wire
+dicts); token ceilings count added input, input minus cache reads (``docs/design/cases.md``).
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
-"""Run cases against a candidate agent and check them from the ledger (``cases run``).
+"""Run cases against a candidate agent and check each run from the ledger (``cases run``).
 
-For each case and each of ``runs`` runs:
-
-1. a :class:`StubRegistry` for the case and stub tools with the names and argument schemas
-   of the real ``tools`` (never executed);
-2. the candidate: ``factory(stub_tools)`` (or ``factory(stub_tools, context=case.context)``
-   when the factory takes ``context``), any LangChain runnable taking ``{"messages": [...]}``;
-3. the case's inputs fed in order (each turn gets the conversation so far), logged through
-   :class:`~agentledger.integrations.langchain.LedgerCallbackHandler` into the ledger at
-   ``url`` or a throwaway embedded one (``agentledger serve`` on a temp SQLite file), every
-   event with the idempotency key ``<suite>/<run>/<case>/<step>``;
-4. the run's events read back (``GET /v1/sessions/{sid}/events``) and checked with
-   :func:`~agentledger.cases.check`.
+Stub tools answer from the case, the candidate is built by ``factory(stub_tools)``, each run is
+logged with idempotency keys and read back; the steps are in ``docs/design/cases.md``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
 """Stub tools: the candidate's tools, answered from a case instead of the real systems.
 
-:func:`stub_tools` returns one LangChain tool per real tool, with the same name, description
-and argument schema, whose body asks a :class:`StubRegistry`:
-
-* a call with the same arguments as a source call gets that call's result (or error);
-  repeated calls with the same arguments replay the source's answers in order (the last one
-  repeats once they run out);
-* a tool the source session never called, or a call with other arguments, is recorded in
-  :attr:`StubRegistry.failures` and answered with a tool error, so the agent can go on and the
-  run fails the safety check ``stubs:no_unexpected_calls``;
-* the real tool is never executed, except tools named in the case's ``cassette``: those run
-  their real code with every HTTP request served from the vcrpy cassette in record mode
-  ``none`` (a request the cassette lacks raises; nothing live is reached).
+:func:`stub_tools` copies each real tool's name, description and argument schema; its body asks
+a :class:`StubRegistry`. Matching rules and cassette-backed tools: ``docs/design/cases.md``.
 """
 
 from __future__ import annotations

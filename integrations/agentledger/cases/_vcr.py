@@ -1,13 +1,7 @@
-"""Record a vcrpy cassette for a case's HTTP-backed tools (once, against the live system).
+"""Record a vcrpy cassette for a case's HTTP-backed tools, once, against the live system.
 
-:func:`record_cassette` replays the source session's calls of the named tools against the
-real tools with vcrpy recording (``record_mode="all"``), writes ``<case>.cassette.yaml``
-next to the case file and sets ``case.cassette``. Later runs execute those tools' real code
-with every HTTP request played back in record mode ``none`` (see
-:class:`~agentledger.cases._stubs.StubRegistry`): the live system is never
-reached. Credentials never reach the cassette: ``Authorization``, ``Cookie``, ``X-Api-Key``
-and ``Proxy-Authorization`` headers are filtered; response bodies (the live system's data)
-go through one :class:`Pseudonymizer` per cassette, like an exported case.
+:func:`record_cassette` writes ``<case>.cassette.yaml`` next to the case file and sets
+``case.cassette``; credentials are filtered and bodies pseudonymised (``docs/design/cases.md``).
 """
 
 from __future__ import annotations
