@@ -14,8 +14,8 @@ import httpx
 import pytest
 from rich.console import Console
 
+from agentledger import cases
 from agentledger.cases import ledger_target, load_cases, run_suite
-from agentledger.integrations import cases
 
 from .conftest import EXAMPLE, cli
 
