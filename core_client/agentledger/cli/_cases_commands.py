@@ -59,7 +59,10 @@ def export(
     label: Annotated[list[str] | None, typer.Option(help="Label (repeatable).")] = None,
 ) -> None:
     """Export sessions as case files (chain verified first; personal data replaced)."""
-    from agentledger.cases import ChainBrokenError, export_cases
+    try:
+        from agentledger.cases import ChainBrokenError, export_cases
+    except ImportError as error:  # the case model needs pydantic
+        raise missing_extra("cases export", "langchain", error) from error
     from agentledger.client import ConfigurationError, Ledger, LedgerError
 
     console = Console(stderr=True)
@@ -240,6 +243,9 @@ def record(
 @cases_app.command("schema")
 def schema() -> None:
     """Print the JSON Schema of a case file."""
-    from agentledger.cases import case_json_schema
+    try:
+        from agentledger.cases import case_json_schema
+    except ImportError as error:
+        raise missing_extra("cases schema", "langchain", error) from error
 
     typer.echo(json.dumps(case_json_schema(), indent=2))
