@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agentledger.integrations.cases import Case, Pseudonymizer, check
+from agentledger.cases import Case, Pseudonymizer, check
 from agentledger.protocol.redaction import PATTERN_NAMES, redact
 
 

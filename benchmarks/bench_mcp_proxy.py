@@ -16,7 +16,7 @@ The default server is a minimal hand-written JSON-RPC echo server (its own cost 
 the proxy's shows); ``--child sdk`` uses an ``mcp`` SDK ``MCPServer`` instead. The machine is
 shared, so the variants run interleaved in rounds of 50 calls (order rotated per round); the
 table shows the median and p90 of all per-call latencies and the ratios to ``direct``.
-Target (issue 11): the server being down leaves the proxied latency unchanged within noise.
+Target: the server being down leaves the proxied latency unchanged within noise.
 
     python benchmarks/bench_mcp_proxy.py            # ~1 min
     python benchmarks/bench_mcp_proxy.py --quick    # smoke run, a few seconds
@@ -38,7 +38,7 @@ from typing import IO
 import orjson
 
 from agentledger.client import Ledger
-from agentledger.integrations._embedded import EmbeddedServer, free_port
+from agentledger.testing import EmbeddedServer, free_port
 
 ECHO_SERVER = r"""
 import json, sys

@@ -1,4 +1,4 @@
-"""Regression cases (issue 8); skipped cleanly without the ``langchain`` extra."""
+"""Regression cases; skipped cleanly without the ``langchain`` extra."""
 
 import pytest
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from agentledger.client._cli import app
+from agentledger.cli import app
 
 pytestmark = pytest.mark.langchain
 

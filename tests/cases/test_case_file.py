@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from agentledger.integrations import cases
-from agentledger.integrations.cases import Case, CaseError, load_case, save_case
+from agentledger import cases
+from agentledger.cases import Case, CaseError, load_case, save_case
 
 from .conftest import EXAMPLE, cli
 
@@ -144,3 +144,21 @@ def test_public_surface_is_complete() -> None:
 
     assert pytest_plugin.check is cases.check and pytest_plugin.StubRegistry is cases.StubRegistry
     assert set(cases.__all__) == pytest_plugin.LIBRARY_NAMES
+
+
+def test_harness_errors_are_ledger_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentledger.protocol import LedgerError
+
+    for error in (
+        cases.CaseError,
+        cases.SpecError,
+        cases.ChainBrokenError,
+        cases.EmbeddedServerError,
+    ):
+        assert issubclass(error, LedgerError), error
+    monkeypatch.delenv("AGENTLEDGER_API_KEY", raising=False)
+    with (
+        pytest.raises(cases.SpecError, match="--api-key"),
+        cases.ledger_target("http://127.0.0.1:9"),
+    ):
+        pass

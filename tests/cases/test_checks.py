@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from agentledger.cases import Case, build_case, check
 from agentledger.client import Event
 from agentledger.client import vocabulary as v
-from agentledger.integrations.cases import Case, build_case, check
 
 pytestmark = pytest.mark.langchain
 

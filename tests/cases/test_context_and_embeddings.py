@@ -11,16 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage
 
-from agentledger.integrations.cases import (
+from agentledger.cases import (
     Case,
     http_embedder,
     ledger_target,
     run_suite,
     save_case,
 )
+from agentledger.testing import ScriptedChatModel
 
 pytestmark = pytest.mark.langchain
 
@@ -83,7 +82,7 @@ def test_context_is_given_and_similar_to_is_checked(embeddings_url: str, tmp_pat
     def factory(tools: list[Any], context: list[dict[str, Any]]) -> Any:
         seen.append(context)
         text = context[0]["documents"][0]["text"]
-        return GenericFakeChatModel(messages=iter([AIMessage(f"Yes: {text} refund charge")]))
+        return ScriptedChatModel(replies=[f"Yes: {text} refund charge"])
 
     class Wrap:  # a runnable taking {"messages": [...]}, as create_agent graphs do
         def __init__(self, model: Any) -> None:

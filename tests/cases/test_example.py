@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentledger.integrations.cases import load_cases
+from agentledger.cases import load_cases
 
 from .conftest import EXAMPLE, cli
 

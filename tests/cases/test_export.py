@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from agentledger.cases import Case, load_case
 from agentledger.client import Ledger
-from agentledger.integrations.cases import Case, load_case
 
 from .conftest import EXAMPLE, Production, cli, production
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from agentledger.integrations.cases import Pseudonymizer
+from agentledger.cases import Pseudonymizer
 from agentledger.protocol.redaction import redact
 
 pytestmark = pytest.mark.langchain

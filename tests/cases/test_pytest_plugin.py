@@ -14,7 +14,7 @@ from .conftest import EXAMPLE
 
 pytestmark = pytest.mark.langchain
 
-PLUGIN = "agentledger.integrations.pytest_plugin"
+PLUGIN = "agentledger.cases.pytest_plugin"
 
 
 def child_pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -88,8 +88,8 @@ def test_plugin_is_inert_without_its_options(tmp_path: Path) -> None:
         f"    assert {PLUGIN!r} in sys.modules  # loaded by the pytest11 entry point\n"
         "    heavy = [m for m in ('langchain_core', 'langgraph', 'vcr', 'pydantic')\n"
         "             if m in sys.modules and m != 'pydantic']\n"
-        "    assert 'agentledger.integrations._cases._runner' not in sys.modules\n"
-        "    assert 'agentledger.integrations._cases._model' not in sys.modules\n"
+        "    assert 'agentledger.cases._runner' not in sys.modules\n"
+        "    assert 'agentledger.cases._model' not in sys.modules\n"
         "    assert heavy == [], heavy\n"
     )
     result = child_pytest(tmp_path, "test_plain.py", "-p", "no:langsmith_plugin")

@@ -14,8 +14,8 @@ import httpx
 import pytest
 from rich.console import Console
 
-from agentledger.integrations import cases
-from agentledger.integrations.cases import ledger_target, load_cases, run_suite
+from agentledger import cases
+from agentledger.cases import ledger_target, load_cases, run_suite
 
 from .conftest import EXAMPLE, cli
 
@@ -85,7 +85,7 @@ def test_unchanged_agent_passes_three_of_three_and_skipping_verify_fails_the_gat
 
 
 def test_flaky_candidate_is_reported_with_its_pass_rate(exported_case: Path) -> None:
-    from refund_agent import RefundModel, build_agent  # type: ignore[import-not-found]
+    from refund_agent import build_agent, refund_model  # type: ignore[import-not-found]
     from refund_tools import TOOLS  # type: ignore[import-not-found]
 
     builds = itertools.count()
@@ -95,7 +95,7 @@ def test_flaky_candidate_is_reported_with_its_pass_rate(exported_case: Path) -> 
         if next(builds) == 1:
             from langchain.agents import create_agent
 
-            return create_agent(RefundModel(verify=False), tools)
+            return create_agent(refund_model(verify=False), tools)
         return agent
 
     with ledger_target() as target:

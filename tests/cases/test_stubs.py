@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from langchain_core.tools import BaseTool, tool
 
-from agentledger.integrations.cases import Case, StubRegistry, UnexpectedToolCall, stub_tools
+from agentledger.cases import Case, StubRegistry, UnexpectedToolCall, stub_tools
 
 pytestmark = pytest.mark.langchain
 

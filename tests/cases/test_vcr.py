@@ -8,8 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agentledger.client import Ledger
-from agentledger.integrations.cases import (
+from agentledger.cases import (
     StubRegistry,
     export_cases,
     ledger_target,
@@ -19,6 +18,7 @@ from agentledger.integrations.cases import (
     run_suite,
     save_case,
 )
+from agentledger.client import Ledger
 
 from .conftest import payments_service, production
 

@@ -10,8 +10,8 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from agentledger.cli import app
 from agentledger.client import Ledger
-from agentledger.client._cli import app
 
 from .conftest import stored_events
 
@@ -115,3 +115,14 @@ def test_errors_are_one_line_and_exit_1(seeded: dict[str, Any]) -> None:
     assert result.exit_code == 1
     assert "error:" in result.output and "404" in result.output
     assert "Traceback" not in result.output
+
+
+def test_mcp_proxy_flush_timeout_default_is_the_proxys() -> None:
+    """The CLI states the default without importing the proxy; the two must agree."""
+    import inspect
+
+    from agentledger.cli._mcp_commands import mcp_proxy
+    from agentledger.mcp_proxy import DEFAULT_FLUSH_TIMEOUT_S
+
+    default = inspect.signature(mcp_proxy).parameters["flush_timeout"].default
+    assert default == DEFAULT_FLUSH_TIMEOUT_S

@@ -62,9 +62,6 @@ KNOWN: frozenset[str] = frozenset(
     {
         "agentledger.integrations._crewai_events imports agentledger.client._sanitize.cut_string",
         "agentledger.integrations._crewai_events imports agentledger.client._sanitize.jsonable",
-        "agentledger.integrations._mcp_cli imports agentledger.client._cli.commands.AgentOpt",
-        "agentledger.integrations._mcp_cli imports agentledger.client._cli.commands.KeyOpt",
-        "agentledger.integrations._mcp_cli imports agentledger.client._cli.commands.UrlOpt",
     }
 )
 

@@ -38,7 +38,7 @@ from _events import Stored, read_events
 from _servers import ServerProcess, agentledger_executable, free_port
 from agentledger.client import Ledger
 from agentledger.client import vocabulary as v
-from agentledger.integrations._mcp_proxy import McpProxy
+from agentledger.mcp_proxy import McpProxy
 
 pytestmark = pytest.mark.mcp
 
@@ -850,7 +850,7 @@ def test_undelivered_events_are_reported_at_exit(
     spill_dir = tmp_path / "spill"
     if spill:
         assert lines == [
-            f"agentledger WARNING agentledger.integrations.mcp_proxy: agentledger mcp-proxy: "
+            f"agentledger WARNING agentledger.mcp_proxy: agentledger mcp-proxy: "
             f"4 events not delivered to {dead} yet; they wait in the spill directory "
             f"{spill_dir} and are sent by the next agentledger client that uses it"
         ]

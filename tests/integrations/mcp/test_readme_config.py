@@ -81,7 +81,7 @@ def test_readme_names_an_absolute_script_path_and_every_tool() -> None:
     configs = readme_configs()
     assert set(configs) >= {"agentledger", "filesystem"}
     readme = (ROOT / "README.md").read_text()
-    from agentledger.integrations.mcp import TOOL_NAMES
+    from agentledger.mcp_server import TOOL_NAMES
 
     for name in TOOL_NAMES:
         assert f"`{name}(" in readme, name

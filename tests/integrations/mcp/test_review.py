@@ -1,4 +1,4 @@
-"""Hostile review of ``agentledger mcp`` and ``agentledger mcp-proxy`` (issue 11).
+"""Hostile review of ``agentledger mcp`` and ``agentledger mcp-proxy``.
 
 Each test reproduces one finding of the review against real processes: the console scripts,
 a real ``agentledger serve`` and, for the proxy, small hostile MCP children written to

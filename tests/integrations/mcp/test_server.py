@@ -16,7 +16,7 @@ from _events import Stored, read_events
 from _servers import ServerProcess, free_port
 from agentledger.client import Ledger
 from agentledger.client import vocabulary as v
-from agentledger.integrations.mcp import TOOL_NAMES
+from agentledger.mcp_server import TOOL_NAMES
 
 from .conftest import McpFactory, text_of
 

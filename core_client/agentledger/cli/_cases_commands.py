@@ -1,0 +1,251 @@
+"""``agentledger cases``: ``export`` sessions as case files, ``run`` them against a
+candidate agent, print the case file ``schema``.
+
+Exit codes of ``run``: 0 every check meets its ``min_pass_rate``; 1 one does not; 2 bad input
+(a case file, a ``module:attribute`` spec, a baseline report, an option). ``export``: 0 done;
+1 the chain is broken (nothing written, ``--force`` overrides); 2 bad input or the server
+refused. The harness (:mod:`agentledger.cases`, LangChain for ``run`` and ``record``) is
+imported inside the commands, so the root CLI stays light.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from agentledger.cli._output import missing_extra
+
+__all__ = ["cases_app"]
+
+cases_app = typer.Typer(
+    name="cases",
+    help="Regression cases from production sessions: export, run, gate.",
+    no_args_is_help=True,
+)
+
+
+def _fail(console: Console, message: str, code: int) -> typer.Exit:
+    console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
+    return typer.Exit(code)
+
+
+@cases_app.command("export")
+def export(
+    out: Annotated[Path, typer.Option("--out", help="Directory the case files go to.")],
+    agent: Annotated[str, typer.Option(help="Source agent.")],
+    session: Annotated[
+        list[str] | None, typer.Option("--session", help="Session id (repeatable).")
+    ] = None,
+    search: Annotated[
+        str | None, typer.Option(help="Also export the sessions of search hits for these words.")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="Search hits to take.", min=1)] = 10,
+    url: Annotated[str | None, typer.Option(help="Server URL (default AGENTLEDGER_URL).")] = None,
+    api_key: Annotated[
+        str | None, typer.Option(help="API key (default AGENTLEDGER_API_KEY).")
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Export even when the chain is broken.")] = False,
+    order_ids: Annotated[
+        bool, typer.Option(help="Also replace order-like ids (A1234, ORD-99812).")
+    ] = False,
+    cause: Annotated[
+        str | None, typer.Option(help="cause_category (default: failure/normal from events).")
+    ] = None,
+    label: Annotated[list[str] | None, typer.Option(help="Label (repeatable).")] = None,
+) -> None:
+    """Export sessions as case files (chain verified first; personal data replaced)."""
+    try:
+        from agentledger.cases import ChainBrokenError, export_cases
+    except ImportError as error:  # the case model needs pydantic
+        raise missing_extra("cases export", "langchain", error) from error
+    from agentledger.client import ConfigurationError, Ledger, LedgerError
+
+    console = Console(stderr=True)
+    try:
+        ledger = Ledger(url=url, api_key=api_key, agent=agent, spill_dir=None)
+    except ConfigurationError as error:
+        raise _fail(console, str(error), 2) from error
+    try:
+        result = export_cases(
+            ledger,
+            agent=agent,
+            sessions=session or [],
+            search=search,
+            limit=limit,
+            out=out,
+            force=force,
+            order_ids=order_ids,
+            cause_category=cause,
+            labels=label or [],
+        )
+    except ChainBrokenError as error:
+        raise _fail(console, str(error), 1) from error
+    except (LedgerError, ValueError) as error:
+        raise _fail(console, str(error), 2) from error
+    finally:
+        ledger.close(timeout_s=1.0)
+    if not result.chain_intact:
+        console.print("[bold yellow]warning:[/] chain broken; exported because of --force")
+    for path in result.files:
+        typer.echo(str(path))
+    for sid, reason in result.skipped.items():
+        console.print(f"[yellow]skipped[/] {escape(sid)}: {escape(reason)}")
+    if not result.files:
+        raise _fail(console, "no case written", 2)
+
+
+@cases_app.command("run")
+def run(
+    cases_dir: Annotated[Path, typer.Argument(help="Case file or directory of case files.")],
+    agent: Annotated[
+        str, typer.Option("--agent", help="Candidate factory module:attribute (tools -> agent).")
+    ],
+    tools: Annotated[str, typer.Option("--tools", help="Real tools module:attribute (a list).")],
+    runs: Annotated[int, typer.Option(help="Runs per case.", min=1)] = 1,
+    report: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
+    baseline: Annotated[
+        Path | None, typer.Option(help="An earlier JSON report to compare with.")
+    ] = None,
+    junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here.")] = None,
+    url: Annotated[
+        str | None, typer.Option(help="Log runs to this server (default: an embedded one).")
+    ] = None,
+    api_key: Annotated[str | None, typer.Option(help="API key for --url.")] = None,
+    agent_name: Annotated[
+        str, typer.Option(help="Agent name the runs are logged under.")
+    ] = "agentledger-cases",
+    min_pass_rate: Annotated[
+        float | None,
+        typer.Option(help="Rate for non-safety checks that set none (0..1).", min=0.0, max=1.0),
+    ] = None,
+    embeddings_url: Annotated[
+        str | None,
+        typer.Option(help="OpenAI-compatible embeddings base URL for similar_to checks."),
+    ] = None,
+    embeddings_model: Annotated[str | None, typer.Option(help="Embeddings model.")] = None,
+) -> None:
+    """Run every case N times against the candidate; exit 1 when a check misses its rate."""
+    try:
+        from agentledger.cases import (
+            CaseError,
+            EmbeddedServerError,
+            SpecError,
+            http_embedder,
+            ledger_target,
+            load_baseline,
+            load_cases,
+            load_object,
+            print_summary,
+            run_suite,
+            write_junit,
+        )
+    except ImportError as error:
+        raise missing_extra("cases run", "langchain", error) from error
+
+    console = Console(stderr=True)
+    out = Console()
+    if not out.is_terminal:  # CI logs: wide enough for case ids and check texts
+        out = Console(width=160)
+    try:
+        cases = load_cases(cases_dir)
+        factory = load_object(agent, "--agent")
+        real_tools = load_object(tools, "--tools")
+        if not callable(factory):
+            raise SpecError(f"--agent: {agent!r} is not callable")
+        if callable(real_tools) and not isinstance(real_tools, list | tuple):
+            real_tools = real_tools()
+        if not isinstance(real_tools, list | tuple):
+            raise SpecError(f"--tools: {tools!r} is not a list of tools")
+        old = load_baseline(baseline) if baseline is not None else None
+    except (CaseError, SpecError, ValueError) as error:
+        raise _fail(console, str(error), 2) from error
+    embed = http_embedder(embeddings_url, embeddings_model)
+    total = len(cases) * runs
+    try:
+        with ledger_target(url, api_key, agent_name) as target:
+            if console.is_terminal:
+                from rich.progress import Progress
+
+                with Progress(console=console, transient=True) as bar:
+                    task = bar.add_task("running cases", total=total)
+                    suite = run_suite(
+                        cases,
+                        factory=factory,
+                        tools=list(real_tools),
+                        target=target,
+                        runs=runs,
+                        default_min_pass_rate=min_pass_rate,
+                        embed=embed,
+                        progress=lambda case_id, done: bar.update(
+                            task, completed=done, description=case_id
+                        ),
+                    )
+            else:
+                suite = run_suite(
+                    cases,
+                    factory=factory,
+                    tools=list(real_tools),
+                    target=target,
+                    runs=runs,
+                    default_min_pass_rate=min_pass_rate,
+                    embed=embed,
+                )
+    except (SpecError, TypeError) as error:
+        raise _fail(console, str(error), 2) from error
+    except EmbeddedServerError as error:
+        raise _fail(console, str(error), 2) from error
+    if old is not None:
+        suite.compare(old)
+    if report is not None:
+        suite.write_json(report)
+    if junit is not None:
+        write_junit(suite, junit)
+    print_summary(suite, out)
+    for case in suite.cases:
+        if not case.gate_passed:
+            out.print(escape(case.failure_message()), soft_wrap=True)
+    raise typer.Exit(0 if suite.gate_passed else 1)
+
+
+@cases_app.command("record")
+def record(
+    case_file: Annotated[Path, typer.Argument(help="The case file to add a cassette to.")],
+    tools: Annotated[str, typer.Option("--tools", help="Real tools module:attribute (a list).")],
+    tool: Annotated[
+        list[str], typer.Option("--tool", help="An HTTP-backed tool to record (repeatable).")
+    ],
+) -> None:
+    """Record a vcrpy cassette: run the source's calls of --tool against the LIVE system once
+    (use a staging or stand-in system for tools with side effects)."""
+    try:
+        from agentledger.cases import CaseError, SpecError, load_case, load_object, record_cassette
+    except ImportError as error:
+        raise missing_extra("cases record", "langchain", error) from error
+
+    console = Console(stderr=True)
+    try:
+        case = load_case(case_file)
+        real_tools = load_object(tools, "--tools")
+        if callable(real_tools) and not isinstance(real_tools, list | tuple):
+            real_tools = real_tools()
+        updated = record_cassette(case, case_file, list(real_tools), tool)
+    except (CaseError, SpecError, KeyError, TypeError) as error:
+        raise _fail(console, str(error), 2) from error
+    assert updated.cassette is not None
+    typer.echo(str(case_file.parent / updated.cassette.path))
+
+
+@cases_app.command("schema")
+def schema() -> None:
+    """Print the JSON Schema of a case file."""
+    try:
+        from agentledger.cases import case_json_schema
+    except ImportError as error:
+        raise missing_extra("cases schema", "langchain", error) from error
+
+    typer.echo(json.dumps(case_json_schema(), indent=2))

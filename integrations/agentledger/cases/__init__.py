@@ -1,0 +1,162 @@
+"""Regression cases from production sessions: export a stored session as a case file, run it
+against a candidate agent with stubbed tools, gate a release on the checks.
+
+The loop, the case file and the checks are described in ``docs/design/cases.md``. Every name
+is imported on first use; the case model, checks and reports import no framework, the stubs,
+runner and cassettes import LangChain.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentledger.cases._checks import (
+        CheckResult,
+        Divergence,
+        Embedder,
+        RunCheck,
+        check,
+    )
+    from agentledger.cases._embed import http_embedder
+    from agentledger.cases._export import (
+        ChainBrokenError,
+        ExportResult,
+        build_case,
+        export_cases,
+    )
+    from agentledger.cases._model import (
+        SCHEMA_VERSION,
+        Case,
+        CaseError,
+        Cassette,
+        Expect,
+        OutcomeCheck,
+        StubCall,
+        ToolCallCheck,
+        case_json_schema,
+        load_case,
+        load_cases,
+        save_case,
+    )
+    from agentledger.cases._pseudonym import Pseudonymizer
+    from agentledger.cases._report import (
+        CaseReport,
+        SuiteReport,
+        load_baseline,
+        print_summary,
+        write_junit,
+    )
+    from agentledger.cases._runner import (
+        RunTarget,
+        SpecError,
+        ledger_target,
+        load_object,
+        run_suite,
+    )
+    from agentledger.cases._stubs import (
+        StubRegistry,
+        UnexpectedToolCall,
+        stub_tools,
+    )
+    from agentledger.cases._vcr import record_cassette
+    from agentledger.testing import EmbeddedServerError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Case",
+    "CaseError",
+    "CaseReport",
+    "Cassette",
+    "ChainBrokenError",
+    "CheckResult",
+    "Divergence",
+    "EmbeddedServerError",
+    "Embedder",
+    "Expect",
+    "ExportResult",
+    "OutcomeCheck",
+    "Pseudonymizer",
+    "RunCheck",
+    "RunTarget",
+    "SpecError",
+    "StubCall",
+    "StubRegistry",
+    "SuiteReport",
+    "ToolCallCheck",
+    "UnexpectedToolCall",
+    "build_case",
+    "case_json_schema",
+    "check",
+    "export_cases",
+    "http_embedder",
+    "ledger_target",
+    "load_baseline",
+    "load_case",
+    "load_cases",
+    "load_object",
+    "print_summary",
+    "record_cassette",
+    "run_suite",
+    "save_case",
+    "stub_tools",
+    "write_junit",
+]
+
+_LAZY = {
+    "CheckResult": "_checks",
+    "Divergence": "_checks",
+    "Embedder": "_checks",
+    "RunCheck": "_checks",
+    "check": "_checks",
+    "SCHEMA_VERSION": "_model",
+    "Case": "_model",
+    "CaseError": "_model",
+    "Cassette": "_model",
+    "Expect": "_model",
+    "OutcomeCheck": "_model",
+    "StubCall": "_model",
+    "ToolCallCheck": "_model",
+    "case_json_schema": "_model",
+    "load_case": "_model",
+    "load_cases": "_model",
+    "save_case": "_model",
+    "CaseReport": "_report",
+    "SuiteReport": "_report",
+    "load_baseline": "_report",
+    "print_summary": "_report",
+    "write_junit": "_report",
+    "ChainBrokenError": "_export",
+    "ExportResult": "_export",
+    "build_case": "_export",
+    "export_cases": "_export",
+    "Pseudonymizer": "_pseudonym",
+    "RunTarget": "_runner",
+    "SpecError": "_runner",
+    "ledger_target": "_runner",
+    "load_object": "_runner",
+    "run_suite": "_runner",
+    "StubRegistry": "_stubs",
+    "UnexpectedToolCall": "_stubs",
+    "stub_tools": "_stubs",
+    "record_cassette": "_vcr",
+    "http_embedder": "_embed",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Every name is imported on first use (PEP 562): the pytest plugin below this package
+    is loaded in every pytest run and must stay light."""
+    if name == "EmbeddedServerError":
+        from agentledger.testing import EmbeddedServerError
+
+        value: Any = EmbeddedServerError
+    else:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,466 @@
+"""``check(case, events)``: evaluate a case's expectations against one run's stored events.
+
+Framework-neutral (it reads only :mod:`agentledger.protocol.vocabulary` events, objects or wire
+dicts); token ceilings count added input, input minus cache reads (``docs/design/cases.md``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from agentledger.cases._model import (
+    Case,
+    Limit,
+    OutcomeCheck,
+    ToolCallCheck,
+)
+from agentledger.client import vocabulary as v
+
+__all__ = [
+    "CheckResult",
+    "Divergence",
+    "Embedder",
+    "RunCheck",
+    "check",
+    "normalise_events",
+]
+
+#: Embeds texts for ``similar_to``: a list of strings in, one vector per string out.
+Embedder = Callable[[Sequence[str]], Sequence[Sequence[float]]]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One expectation evaluated on one run.
+
+    Attributes:
+        check_id: stable id, e.g. ``"must_call:verify_duplicate_charge"``,
+            ``"outcome[0]:contains"``, ``"max_tool_calls"``, ``"stubs:no_unexpected_calls"``.
+        passed: whether this run met it (``None``: skipped, e.g. no embeddings endpoint).
+        expected / actual: short human-readable texts.
+        min_pass_rate: the rate the suite gate requires (0..1).
+        safety: a safety check (default rate 1.0).
+    """
+
+    check_id: str
+    passed: bool | None
+    expected: str
+    actual: str
+    min_pass_rate: float
+    safety: bool
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first step where a run left the source session's path.
+
+    ``step`` is the 0-based index among tool calls (``len(path)`` means: the final answer).
+    """
+
+    step: int
+    expected: str
+    actual: str
+
+
+@dataclass
+class RunCheck:
+    """All checks of one run, the path it took and where it left the source's path."""
+
+    case_id: str
+    checks: list[CheckResult]
+    path: list[str]
+    divergence: Divergence | None
+    answer: str | None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        """No check failed (skipped ones do not count) and the agent did not crash."""
+        return self.error is None and all(c.passed is not False for c in self.checks)
+
+    @property
+    def failures(self) -> list[CheckResult]:
+        """The checks that failed."""
+        return [c for c in self.checks if c.passed is False]
+
+
+class _Ev(NamedTuple):
+    event: str
+    data: dict[str, Any]
+    event_id: str
+    timestamp: str
+    sequence_no: int
+
+
+def normalise_events(events: Iterable[Any]) -> list[_Ev]:
+    """Events (objects with ``.event``/``.data`` or wire dicts) in ``sequence_no`` order."""
+    out: list[_Ev] = []
+    append = out.append
+    for index, e in enumerate(events):
+        if type(e) is dict:  # the wire form: the fast path
+            data = e.get("data")
+            seq = e.get("sequence_no")
+            event = e.get("event")
+            event_id = e.get("event_id")
+            timestamp = e.get("timestamp")
+        else:
+            get: Callable[..., Any] = (
+                e.get if isinstance(e, Mapping) else functools.partial(_attr, e)
+            )
+            data, seq, event = get("data"), get("sequence_no"), get("event")
+            event_id, timestamp = get("event_id"), get("timestamp")
+        append(
+            _Ev(
+                event if type(event) is str else str(event),
+                data if type(data) is dict else ({} if data is None else {"value": data}),
+                str(event_id or index),
+                timestamp or "",
+                seq if type(seq) is int else index,
+            )
+        )
+    out.sort(key=lambda e: e.sequence_no)
+    return out
+
+
+def _attr(obj: Any, name: str, default: Any = None) -> Any:
+    return getattr(obj, name, default)
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    kind = type(value)
+    text: str
+    if kind is str:
+        text = str(value)
+    elif kind is int or kind is float or kind is bool:
+        text = "true" if value is True else "false" if value is False else repr(value)
+    else:
+        text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _call_text(tool: str, args: Mapping[str, Any]) -> str:
+    inner = ", ".join(f"{k}={_short(a, 40)}" for k, a in sorted(args.items()))
+    return f"{tool}({inner})"
+
+
+def _as_args(value: Any) -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, str):  # a framework that logged the args as a JSON string
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return {"input": value}
+        return parsed if isinstance(parsed, dict) else {"input": parsed}
+    return {} if value is None else {"input": value}
+
+
+def _match(matcher: Any, actual: Any) -> bool:
+    """One argument matcher (see :data:`agentledger.cases._model.ArgMatcher`)."""
+    if isinstance(matcher, Mapping) and len(matcher) == 1:
+        ((op, operand),) = matcher.items()
+        if op == "$any":
+            return bool(operand)
+        if op == "$regex":
+            return actual is not None and re.search(str(operand), str(actual)) is not None
+        if op == "$contains":
+            return actual is not None and str(operand) in str(actual)
+        if op == "$approx":
+            try:
+                return math.isclose(float(actual), float(operand), rel_tol=1e-6, abs_tol=1e-9)
+            except (TypeError, ValueError):
+                return False
+    if isinstance(matcher, Mapping) and isinstance(actual, Mapping):
+        return set(matcher) == set(actual) and all(_match(matcher[k], actual[k]) for k in matcher)
+    if isinstance(matcher, int | float) and isinstance(actual, int | float):
+        return not isinstance(matcher, bool) and float(matcher) == float(actual)
+    if isinstance(matcher, str) and not isinstance(actual, str) and actual is not None:
+        return matcher == json.dumps(actual) or matcher == str(actual)
+    return bool(matcher == actual)
+
+
+def _json_path(document: Any, path: str) -> tuple[bool, Any]:
+    """``$.a.b[0]['c d']`` -> (found, value)."""
+    tokens = re.findall(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\[['\"](.+?)['\"]\]", path[1:])
+    rest = re.sub(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\[['\"](.+?)['\"]\]", "", path[1:])
+    if rest:
+        return False, f"unsupported json_path syntax {rest!r}"
+    node = document
+    for name, index, quoted in tokens:
+        key: Any = name or quoted
+        if index:
+            if not isinstance(node, list) or int(index) >= len(node):
+                return False, None
+            node = node[int(index)]
+        elif isinstance(node, Mapping) and key in node:
+            node = node[key]
+        else:
+            return False, None
+    return True, node
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+class _Rates:
+    def __init__(self, case: Case, default_rate: float | None) -> None:
+        self.default = case.expect.min_pass_rate if default_rate is None else default_rate
+
+    def rate(self, own: float | None, safety: bool) -> float:
+        if own is not None:
+            return own
+        return 1.0 if safety else self.default
+
+
+def _outcome(
+    index: int, spec: OutcomeCheck, answer: str | None, embed: Embedder | None, rates: _Rates
+) -> CheckResult:
+    kind = spec.kind
+    check_id = f"outcome[{index}]:{kind}"
+    rate = rates.rate(spec.min_pass_rate, spec.safety)
+    text = answer or ""
+    folded = text.lower() if spec.ignore_case else text
+
+    def result(passed: bool | None, expected: str, actual: str) -> CheckResult:
+        return CheckResult(check_id, passed, expected, actual, rate, spec.safety)
+
+    if answer is None:
+        return result(False, f"{kind} check of the final answer", "no assistant_response")
+    if spec.contains is not None:
+        needle = spec.contains.lower() if spec.ignore_case else spec.contains
+        return result(needle in folded, f"answer contains {spec.contains!r}", _short(text))
+    if spec.not_contains is not None:
+        needle = spec.not_contains.lower() if spec.ignore_case else spec.not_contains
+        return result(
+            needle not in folded, f"answer does not contain {spec.not_contains!r}", _short(text)
+        )
+    if spec.regex is not None:
+        flags = re.IGNORECASE if spec.ignore_case else 0
+        found = re.search(spec.regex, text, flags) is not None
+        return result(found, f"answer matches /{spec.regex}/", _short(text))
+    if spec.json_path is not None:
+        try:
+            document = json.loads(text)
+        except ValueError:
+            return result(False, f"{spec.json_path} == {_short(spec.equals)}", "answer is not JSON")
+        found, value = _json_path(document, spec.json_path)
+        actual = _short(value) if found else f"{spec.json_path} not found"
+        return result(
+            found and _match(spec.equals, value),
+            f"{spec.json_path} == {_short(spec.equals)}",
+            actual,
+        )
+    reference = spec.similar_to or ""
+    expected = f"similarity to {_short(reference, 60)!r} >= {spec.threshold}"
+    if embed is None:
+        return result(None, expected, "skipped: no embeddings endpoint configured")
+    first, second = embed([reference, text])
+    score = _cosine(first, second)
+    return result(score >= spec.threshold, expected, f"similarity {score:.3f}")
+
+
+def _limit(
+    check_id: str, limit: Limit | None, actual: float, note: str, rates: _Rates
+) -> CheckResult | None:
+    if limit is None:
+        return None
+    shown = f"{actual:,.0f}" if float(actual).is_integer() else f"{actual:,.1f}"
+    return CheckResult(
+        check_id,
+        actual <= limit.value,
+        f"<= {limit.value:,.0f}",
+        shown + note,
+        rates.rate(limit.min_pass_rate, False),
+        False,
+    )
+
+
+def _duration_ms(events: Sequence[_Ev]) -> float:
+    stamps: list[dt.datetime] = []
+    for e in events:
+        try:
+            stamps.append(dt.datetime.fromisoformat(e.timestamp.replace("Z", "+00:00")))
+        except ValueError:
+            continue
+    if len(stamps) < 2:
+        return 0.0
+    return (max(stamps) - min(stamps)).total_seconds() * 1000.0
+
+
+def _first_divergence(
+    source: Sequence[tuple[str, dict[str, Any]]],
+    calls: Sequence[tuple[str, dict[str, Any]]],
+    source_answer: str | None,
+    answer: str | None,
+) -> Divergence | None:
+    for step in range(max(len(source), len(calls))):
+        want = source[step] if step < len(source) else None
+        got = calls[step] if step < len(calls) else None
+        if (
+            want is not None
+            and got is not None
+            and want[0] == got[0]
+            and all(_match(a, got[1].get(k)) for k, a in want[1].items())
+        ):
+            continue
+        return Divergence(
+            step,
+            _call_text(*want) if want else "final answer (no more tool calls)",
+            _call_text(*got) if got else "final answer (no more tool calls)",
+        )
+    if source_answer is not None and answer is None:
+        return Divergence(len(calls), "a final answer", "no assistant_response")
+    return None
+
+
+def check(
+    case: Case,
+    events: Iterable[Any],
+    *,
+    stub_failures: Sequence[str] = (),
+    duration_ms: float | None = None,
+    embed: Embedder | None = None,
+    default_min_pass_rate: float | None = None,
+) -> RunCheck:
+    """Evaluate every expectation of ``case`` against the events of one run.
+
+    Args:
+        case: the case.
+        events: the run's events (any framework using the shared vocabulary), any order.
+        stub_failures: unexpected tool calls recorded by the stub registry (each a text);
+            they fail the safety check ``stubs:no_unexpected_calls``. ``check`` also fails it
+            for a ``tool_call`` of a tool the case has no stub for when the case has stubs.
+        duration_ms: wall time of the run (ms); default: last minus first event timestamp.
+        embed: embeddings function for ``similar_to`` (``None``: those checks are skipped).
+        default_min_pass_rate: overrides ``case.expect.min_pass_rate`` for non-safety checks.
+
+    Returns:
+        :class:`RunCheck` with one :class:`CheckResult` per expectation, the path taken
+        (``["lookup_order(order_id=…)", ..., "answer"]``) and the first divergent step.
+    """
+    evs = normalise_events(events)
+    expect = case.expect
+    rates = _Rates(case, default_min_pass_rate)
+    calls = [
+        (str(e.data.get("tool") or "tool"), _as_args(e.data.get("args")))
+        for e in evs
+        if e.event == v.TOOL_CALL
+    ]
+    answers = [e for e in evs if e.event == v.ASSISTANT_RESPONSE]
+    answer = str(answers[-1].data.get("text") or "") if answers else None
+    names = [name for name, _ in calls]
+    results: list[CheckResult] = []
+
+    for index, spec in enumerate(expect.outcome):
+        results.append(_outcome(index, spec, answer, embed, rates))
+
+    for must in expect.must_call:
+        results.append(_must_call(must, calls, rates))
+
+    if expect.must_call_in_order is not None:
+        wanted = expect.must_call_in_order.tools
+        position = 0
+        for name in names:
+            if position < len(wanted) and name == wanted[position]:
+                position += 1
+        missing = "" if position == len(wanted) else f" (missing from {wanted[position]!r} on)"
+        results.append(
+            CheckResult(
+                "must_call_in_order",
+                position == len(wanted),
+                " -> ".join(wanted),
+                (" -> ".join(names) or "no tool calls") + missing,
+                rates.rate(expect.must_call_in_order.min_pass_rate, True),
+                True,
+            )
+        )
+
+    if expect.must_not_call is not None:
+        called = [n for n in expect.must_not_call.tools if n in names]
+        results.append(
+            CheckResult(
+                "must_not_call",
+                not called,
+                "never: " + ", ".join(expect.must_not_call.tools),
+                ("called " + ", ".join(called)) if called else "not called",
+                rates.rate(expect.must_not_call.min_pass_rate, True),
+                True,
+            )
+        )
+
+    added = output = 0
+    unknown = 0
+    for e in evs:
+        if e.event != v.LLM_END:
+            continue
+        usage = e.data.get("token_usage")
+        if not isinstance(usage, Mapping) or usage.get("input_tokens") is None:
+            unknown += 1
+            continue
+        added += int(usage.get("input_tokens") or 0) - int(usage.get("cache_read_tokens") or 0)
+        output += int(usage.get("output_tokens") or 0)
+    note = f" ({unknown} model calls with unknown usage)" if unknown else ""
+    measured = duration_ms
+    if measured is None:
+        measured = _duration_ms(evs) if expect.max_duration_ms is not None else 0.0
+    for limit_result in (
+        _limit("max_added_input_tokens", expect.max_added_input_tokens, added, note, rates),
+        _limit("max_output_tokens", expect.max_output_tokens, output, note, rates),
+        _limit("max_tool_calls", expect.max_tool_calls, len(calls), "", rates),
+        _limit("max_duration_ms", expect.max_duration_ms, measured, "", rates),
+    ):
+        if limit_result is not None:
+            results.append(limit_result)
+
+    unexpected = list(stub_failures)
+    if case.tool_stubs and not stub_failures:
+        known = set(case.tool_stubs) | set(case.cassette.tools if case.cassette else ())
+        unexpected = [_call_text(n, a) for n, a in calls if n not in known]
+    if case.tool_stubs or stub_failures:
+        results.append(
+            CheckResult(
+                "stubs:no_unexpected_calls",
+                not unexpected,
+                "only tool calls the source session made",
+                "; ".join(unexpected) if unexpected else "none unexpected",
+                1.0,
+                True,
+            )
+        )
+
+    path = [_call_text(n, a) for n, a in calls] + (["answer"] if answer is not None else [])
+    return RunCheck(
+        case_id=case.case_id,
+        checks=results,
+        path=path,
+        divergence=_first_divergence(case.source_path(), calls, case.source_answer, answer),
+        answer=answer,
+    )
+
+
+def _must_call(
+    must: ToolCallCheck, calls: Sequence[tuple[str, dict[str, Any]]], rates: _Rates
+) -> CheckResult:
+    same_tool = [args for name, args in calls if name == must.tool]
+    wanted = must.args or {}
+    ok = any(all(_match(m, args.get(k)) for k, m in wanted.items()) for args in same_tool)
+    expected = _call_text(must.tool, wanted) if wanted else f"{must.tool} called"
+    if not same_tool:
+        actual = f"{must.tool} never called"
+    elif ok:
+        actual = f"called {len(same_tool)}x"
+    else:
+        actual = "called with " + "; ".join(_call_text(must.tool, a) for a in same_tool)
+    check_id = f"must_call:{must.tool}"
+    return CheckResult(check_id, ok, expected, actual, rates.rate(must.min_pass_rate, True), True)

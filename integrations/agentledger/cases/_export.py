@@ -1,0 +1,308 @@
+"""Build case files from stored sessions (``agentledger cases export``).
+
+The chain is verified first (:class:`ChainBrokenError` unless ``force=True``), then each
+session becomes a pseudonymised case; the steps and ``subject_ref`` are described in
+``docs/design/cases.md``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentledger.cases._model import (
+    Case,
+    ChainHeadRef,
+    Expect,
+    Limit,
+    StubCall,
+    ToolCallCheck,
+    ToolList,
+    save_case,
+)
+from agentledger.cases._pseudonym import Pseudonymizer
+from agentledger.client import Event, Ledger
+from agentledger.client import vocabulary as v
+from agentledger.protocol import LedgerError
+from agentledger.protocol.redaction import redact
+
+__all__ = ["ChainBrokenError", "ExportResult", "build_case", "export_cases"]
+
+#: Most events read per session.
+MAX_SESSION_EVENTS = 10_000
+
+_SUBJECT_KEYS = ("user_id", "subject_id", "customer_id", "subject")
+_CONFIG_KEYS = ("prompt_version", "config_version", "agent_version", "version", "release")
+
+
+class ChainBrokenError(LedgerError, RuntimeError):
+    """The source agent's hash chain does not verify; exporting would launder tampered data.
+
+    Attributes:
+        agent: the agent; summary: the server's summary; problems: ``ChainProblem`` list.
+    """
+
+    def __init__(self, agent: str, summary: str, problems: Sequence[Any]) -> None:
+        super().__init__(
+            f"the hash chain of agent {agent!r} is broken ({summary}); refusing to export "
+            "(use --force to export anyway)"
+        )
+        self.agent = agent
+        self.summary = summary
+        self.problems = list(problems)
+
+
+@dataclass
+class ExportResult:
+    """What :func:`export_cases` wrote: ``files`` (paths), ``chain_intact``, ``skipped``
+    (session id -> reason, e.g. no user message)."""
+
+    files: list[Path] = field(default_factory=list)
+    chain_intact: bool = True
+    chain_head: ChainHeadRef | None = None
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def _case_id(agent: str, session: str) -> str:
+    raw = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{agent}-{session}").strip("-._")
+    return (raw or "case")[:128]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else "" if value is None else str(value)
+
+
+def _subject_ref(agent: str, session: str, events: Sequence[Event]) -> str:
+    subject = f"{agent}/{session}"
+    for event in events:
+        for source in (event.metadata or {}, event.data):
+            found = next((source[k] for k in _SUBJECT_KEYS if source.get(k)), None)
+            if found is not None:
+                subject = str(found)
+                break
+        else:
+            continue
+        break
+    return "sha256:" + hashlib.sha256(subject.encode()).hexdigest()
+
+
+def _captured_with(events: Sequence[Event]) -> dict[str, Any]:
+    models: list[str] = []
+    framework: str | None = None
+    config: dict[str, Any] = {}
+    for event in events:
+        if event.event == v.LLM_START:
+            model = event.data.get("model")
+            if isinstance(model, str) and model not in models:
+                models.append(model)
+        if event.event == v.SESSION_START:
+            framework = framework or event.data.get("framework")
+            for key, value in event.data.items():
+                if key != "framework":
+                    config.setdefault(key, value)
+        for key in _CONFIG_KEYS:
+            value = (event.metadata or {}).get(key)
+            if value is not None:
+                config.setdefault(key, value)
+    out: dict[str, Any] = {"models": models}
+    if framework:
+        out["framework"] = framework
+    if config:
+        out["config"] = config
+    return out
+
+
+def _stubs(events: Sequence[Event]) -> dict[str, list[StubCall]]:
+    by_parent: dict[str, Event] = {}
+    by_call_id: dict[str, Event] = {}
+    for event in events:
+        if event.event in (v.TOOL_RESULT, v.TOOL_ERROR):
+            if event.parent_id:
+                by_parent.setdefault(event.parent_id, event)
+            call_id = event.data.get("call_id")
+            if call_id:
+                by_call_id.setdefault(str(call_id), event)
+    stubs: dict[str, list[StubCall]] = {}
+    order = 0
+    for event in events:
+        if event.event != v.TOOL_CALL:
+            continue
+        tool = _text(event.data.get("tool")) or "tool"
+        args = event.data.get("args")
+        answer = by_parent.get(event.event_id) or by_call_id.get(_text(event.data.get("call_id")))
+        stub = StubCall(args=dict(args) if isinstance(args, Mapping) else {}, order=order)
+        if answer is not None and answer.event == v.TOOL_ERROR:
+            stub.error = _text(answer.data.get("error")) or "tool error"
+        elif answer is not None:
+            stub.result = answer.data.get("result")
+        else:
+            stub.error = "no result recorded in the source session"
+        stubs.setdefault(tool, []).append(stub)
+        order += 1
+    return stubs
+
+
+def _usage(events: Sequence[Event]) -> tuple[int | None, int | None]:
+    added = output = 0
+    known = False
+    for event in events:
+        usage = event.data.get("token_usage") if event.event == v.LLM_END else None
+        if isinstance(usage, Mapping) and usage.get("input_tokens") is not None:
+            known = True
+            added += int(usage["input_tokens"]) - int(usage.get("cache_read_tokens") or 0)
+            output += int(usage.get("output_tokens") or 0)
+    return (added, output) if known else (None, None)
+
+
+def build_case(
+    events: Sequence[Event],
+    *,
+    agent: str,
+    session: str,
+    chain_head: ChainHeadRef | None = None,
+    order_ids: bool = False,
+    cause_category: str | None = None,
+    labels: Iterable[str] = (),
+    headroom: float = 2.0,
+) -> Case:
+    """Turn one session's events into a :class:`Case` (personal data replaced).
+
+    Args:
+        events: the session's events, oldest first (``Ledger.replay``).
+        agent / session: where they came from.
+        chain_head: the agent's verified chain head.
+        order_ids: also replace order-like ids.
+        cause_category: e.g. ``"failure"``, ``"escalation"``; default ``"failure"`` when the
+            session holds an error event, else ``"normal"``.
+        labels: free labels.
+        headroom: token and tool-call ceilings are the source's values times this factor.
+
+    Raises:
+        ValueError: the session has no ``user_message`` (nothing to replay).
+    """
+    inputs = [_text(e.data.get("text")) for e in events if e.event == v.USER_MESSAGE]
+    if not inputs:
+        raise ValueError(f"session {session!r} has no user_message event")
+    context = [
+        {"query": e.data.get("query"), "documents": e.data.get("documents") or []}
+        for e in events
+        if e.event == v.RETRIEVAL
+    ]
+    answers = [e for e in events if e.event == v.ASSISTANT_RESPONSE]
+    stubs = _stubs(events)
+    order = [
+        name
+        for name, _ in sorted(
+            ((n, min(c.order for c in cs)) for n, cs in stubs.items()), key=lambda p: p[1]
+        )
+    ]
+    calls = sum(len(cs) for cs in stubs.values())
+    added, output = _usage(events)
+    expect = Expect(
+        must_call=[ToolCallCheck(tool=name) for name in order],
+        must_call_in_order=ToolList(tools=order) if len(order) > 1 else None,
+        max_tool_calls=Limit(value=max(round(calls * headroom), calls + 2)),
+        max_added_input_tokens=None if added is None else Limit(value=round(added * headroom)),
+        max_output_tokens=None if output is None else Limit(value=round(output * headroom)),
+    )
+    if cause_category is None:
+        cause_category = "failure" if any(e.event in v.ERROR_EVENTS for e in events) else "normal"
+    times = [e.timestamp for e in events if e.timestamp]
+    raw: dict[str, Any] = {
+        "inputs": inputs,
+        "context": context,
+        "tool_stubs": {n: [c.model_dump(mode="json") for c in cs] for n, cs in stubs.items()},
+        "source_answer": _text(answers[-1].data.get("text")) if answers else None,
+        "captured_with": _captured_with(events),
+    }
+    raw = redact(raw)  # secret-named keys, the shared rule
+    pseudo = Pseudonymizer(order_ids=order_ids)
+    pseudo.learn(raw)
+    clean = pseudo.apply(raw)
+    return Case(
+        case_id=_case_id(agent, session),
+        source_session=session,
+        source_agent=agent,
+        captured_at=min(times) if times else dt.datetime.now(dt.UTC).isoformat(),
+        cause_category=cause_category,
+        labels=list(labels),
+        subject_ref=_subject_ref(agent, session, events),
+        chain_head=chain_head,
+        expect=expect,
+        **clean,
+    )
+
+
+def export_cases(
+    ledger: Ledger,
+    *,
+    agent: str,
+    sessions: Sequence[str] = (),
+    search: str | None = None,
+    limit: int = 10,
+    out: str | Path,
+    force: bool = False,
+    order_ids: bool = False,
+    cause_category: str | None = None,
+    labels: Iterable[str] = (),
+) -> ExportResult:
+    """Export sessions of ``agent`` as case files ``<out>/<case_id>.json``.
+
+    Args:
+        ledger: a client with read access to ``agent``.
+        agent: the source agent.
+        sessions: session ids to export.
+        search: also export the sessions of the top ``limit`` search hits for these words.
+        out: target directory (created).
+        force: export even when the chain does not verify (the case records the head).
+        order_ids / cause_category / labels: see :func:`build_case`.
+
+    Raises:
+        ChainBrokenError: the chain is broken and ``force`` is false (nothing is written).
+        agentledger.client.LedgerError: the server refused or could not be reached.
+        ValueError: no session given or found.
+    """
+    report = ledger.verify_chain(agent=agent)
+    head = (
+        ChainHeadRef(
+            sequence_no=report.chain_head.sequence_no, chain_hash=report.chain_head.chain_hash
+        )
+        if report.chain_head is not None
+        else None
+    )
+    if not report.intact and not force:
+        raise ChainBrokenError(agent, report.summary, report.problems)
+    wanted = list(dict.fromkeys(sessions))
+    if search:
+        for hit in ledger.search(search, agent=agent, limit=limit).results:
+            if hit.event.session_id and hit.event.session_id not in wanted:
+                wanted.append(hit.event.session_id)
+    if not wanted:
+        raise ValueError("no session to export: give --session or a --search with hits")
+    result = ExportResult(chain_intact=report.intact, chain_head=head)
+    target = Path(out)
+    for session in wanted:
+        events = ledger.replay(session, agent=agent, limit=MAX_SESSION_EVENTS)
+        if not events:
+            result.skipped[session] = "no events"
+            continue
+        try:
+            case = build_case(
+                events,
+                agent=agent,
+                session=session,
+                chain_head=head,
+                order_ids=order_ids,
+                cause_category=cause_category,
+                labels=labels,
+            )
+        except ValueError as error:
+            result.skipped[session] = str(error)
+            continue
+        result.files.append(save_case(case, target / f"{case.case_id}.json"))
+    return result
