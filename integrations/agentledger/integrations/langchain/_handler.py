@@ -1,49 +1,6 @@
-"""LangChain and LangGraph integration: one callback handler that logs every step with its cause.
+"""The LangChain callback handler: each hook logs one event naming its cause.
 
-Usage::
-
-    from agentledger.client import Ledger
-    from agentledger.integrations.langchain import LedgerCallbackHandler
-
-    ledger = Ledger(url="http://127.0.0.1:8765", api_key="...", agent="support-bot")
-    handler = LedgerCallbackHandler(ledger)
-    agent.invoke({"messages": [...]}, config={"callbacks": [handler]})
-
-Hook -> event mapping (``shared/docs/event-vocabulary.md``; hooks as documented in
-``shared/docs/frameworks.md`` §1, langchain-core 1.8 / langgraph 1.2):
-
-=============================================  ==============================================
-LangChain hook                                 event (parent)
-=============================================  ==============================================
-``on_chain_start`` / ``_end`` / ``_error``     ``step_start`` (enclosing step) / ``step_end``,
-                                               ``step_error`` (its ``step_start``); ``kind`` is
-                                               ``graph`` (LangGraph root), ``graph_node`` or
-                                               ``chain``
-``on_chain_error`` with ``GraphInterrupt``     ``interrupted`` (its ``step_start``), not an error
-``on_chat_model_start`` / ``on_llm_start``     ``llm_start`` (the calling step)
-``on_llm_new_token``                           nothing; feeds ``ttft_ms`` of ``llm_end``
-``on_llm_end`` / ``on_llm_error``              ``llm_end`` / ``llm_error`` (its ``llm_start``)
-``on_tool_start``                              ``tool_call`` (the ``llm_end`` that requested it,
-                                               matched by ``tool_call_id``; else the step)
-``on_tool_end``                                ``tool_result``, or ``tool_error`` when the
-                                               output is a ``ToolMessage`` with status error
-                                               (a handled error, field case H22)
-``on_tool_error``                              ``tool_error`` (its ``tool_call``)
-``on_retriever_end`` / ``_error``              ``retrieval`` (the step that asked)
-``on_custom_event``                            ``custom_event`` with ``name`` and ``data``
-root run ending with an AI message             ``assistant_response`` (the ``llm_end`` that
-                                               produced the message)
-root run whose input ends with a user message  ``user_message`` (the root ``step_start``)
-=============================================  ==============================================
-
-Sessions: the handler's ``session_id``; else LangGraph's ``thread_id`` from the run metadata (a
-resumed graph continues its session); else one new id per root run. A run whose parent run the
-handler never saw starts a new root (field case H03).
-
-The handler never raises into LangChain and never changes a run's result: every hook body is
-guarded (:func:`agentledger.client.capture_internal_exceptions`), and errors are counted in
-:attr:`LedgerCallbackHandler.internal_errors`. It never blocks: each hook only builds a small
-dict and calls the ledger's non-blocking ``log()``; sending happens on the client's worker.
+The hook -> event table, sessions and guarantees are in ``docs/design/integrations-langchain.md``.
 """
 
 from __future__ import annotations
@@ -52,30 +9,29 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, TypeVar, cast
 from uuid import UUID
 
-try:
-    from langchain_core.callbacks import BaseCallbackHandler
-    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-    from langchain_core.outputs import LLMResult
-except ImportError as error:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "agentledger.integrations.langchain needs LangChain: pip install 'agentledger[langchain]'"
-    ) from error
-
 import uuid_utils
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import LLMResult
 
 from agentledger.client import capture_internal_exceptions
-from agentledger.client import vocabulary as v
-from agentledger.integrations._langchain._runs import Run, RunTable, Trace
-from agentledger.integrations._langchain._usage import (
+from agentledger.integrations._shared import (
+    InvalidOptionError,
+    LedgerLike,
+    max_scopes_option,
+    tool_names,
+)
+from agentledger.integrations.langchain._runs import Run, RunTable, Trace
+from agentledger.integrations.langchain._usage import (
     finish_reason,
     model_name,
     response_model,
     usage_from_result,
 )
-from agentledger.integrations._langchain._values import (
+from agentledger.integrations.langchain._values import (
     document_to_data,
     message_to_data,
     to_data,
@@ -83,8 +39,9 @@ from agentledger.integrations._langchain._values import (
     tool_content,
     trim,
 )
+from agentledger.protocol import vocabulary as v
 
-__all__ = ["CUSTOM_EVENT", "LedgerCallbackHandler", "SupportsLog"]
+__all__ = ["CUSTOM_EVENT", "LedgerCallbackHandler"]
 
 #: Event type of ``dispatch_custom_event(name, data)``; ``data = {"name", "data"}`` (the
 #: vocabulary's ``custom_event``).
@@ -95,28 +52,6 @@ _F = TypeVar("_F", bound=Callable[..., None])
 _POSITION_TAG_PREFIXES = ("seq:step:", "graph:step:", "map:key:")
 _HIDDEN_TAG = "langsmith:hidden"
 _GRAPH_INTEGRATIONS = frozenset({"langgraph", "langchain_create_agent"})
-
-
-class _HasEventId(Protocol):
-    @property
-    def event_id(self) -> str: ...
-
-
-class SupportsLog(Protocol):
-    """What the handler needs from a ledger: :meth:`agentledger.client.Ledger.log`.
-
-    ``log`` must not block and must return at once with the new event's id.
-    """
-
-    def log(
-        self,
-        event: str,
-        data: dict[str, Any],
-        *,
-        session_id: str | None = ...,
-        parent_id: str | None = ...,
-        metadata: dict[str, Any] | None = ...,
-    ) -> _HasEventId: ...
 
 
 def _hook(fn: _F) -> _F:
@@ -154,19 +89,6 @@ def _is_langgraph_error(error: BaseException, name: str) -> bool:
     )
 
 
-def _tool_names(tools: Any) -> list[str] | None:
-    if not isinstance(tools, Sequence) or isinstance(tools, str):
-        return None
-    names: list[str] = []
-    for tool in tools:
-        if isinstance(tool, Mapping):
-            function = tool.get("function")
-            name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
-            if isinstance(name, str):
-                names.append(name)
-    return names
-
-
 class LedgerCallbackHandler(BaseCallbackHandler):
     """Log LangChain / LangGraph runs to an agentledger ledger, each event naming its cause.
 
@@ -187,11 +109,13 @@ class LedgerCallbackHandler(BaseCallbackHandler):
             (``data.tokens = [[offset_ms, text], ...]``); off by default (size).
         max_field_chars: strings longer than this (characters) are cut with a marker naming the
             original size.
-        max_runs: open runs tracked at most; the oldest is evicted beyond it (a run left open
-            forever, e.g. an abandoned stream, cannot grow memory).
+        max_scopes: open runs tracked at most (default 10 000); the oldest is evicted beyond it
+            (a run left open forever, e.g. an abandoned stream, cannot grow memory).
+        max_runs: deprecated name of ``max_scopes`` (emits a ``DeprecationWarning``).
 
     Raises:
-        ValueError: ``max_field_chars`` or ``max_runs`` below 1.
+        ValueError: ``max_field_chars`` or ``max_scopes`` below 1, or both ``max_scopes`` and
+            ``max_runs`` given (an ``InvalidOptionError``, also a ``LedgerError``).
     """
 
     raise_error = False
@@ -199,23 +123,25 @@ class LedgerCallbackHandler(BaseCallbackHandler):
 
     def __init__(
         self,
-        ledger: SupportsLog,
+        ledger: LedgerLike,
         *,
         session_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         capture_tokens: bool = False,
         max_field_chars: int = 4_000,
-        max_runs: int = 10_000,
+        max_scopes: int | None = None,
+        max_runs: int | None = None,
     ) -> None:
         super().__init__()
         if max_field_chars < 1:
-            raise ValueError("max_field_chars must be >= 1")
+            raise InvalidOptionError("max_field_chars must be >= 1")
+        max_scopes = max_scopes_option(max_scopes, max_runs, stacklevel=3)
         self._ledger = ledger
         self._session_id = session_id
         self._metadata = dict(metadata) if metadata else None
         self._capture_tokens = capture_tokens
         self._max_chars = max_field_chars
-        self._runs = RunTable(max_runs)
+        self._runs = RunTable(max_scopes)
         self._errors_lock = threading.Lock()
         self._internal_errors = 0
 
@@ -228,7 +154,7 @@ class LedgerCallbackHandler(BaseCallbackHandler):
 
     @property
     def evicted_runs(self) -> int:
-        """Open runs dropped because ``max_runs`` was reached."""
+        """Open runs dropped because ``max_scopes`` was reached."""
         return self._runs.evicted
 
     @property
@@ -474,7 +400,7 @@ class LedgerCallbackHandler(BaseCallbackHandler):
             "model": model_name(serialized, params, meta),
             "provider": meta.get("ls_provider"),
         }
-        tools = _tool_names(params.get("tools"))
+        tools = tool_names(params.get("tools"))
         if tools:
             data["tools"] = tools
         if params:

@@ -1,7 +1,7 @@
 """CrewAI event -> agentledger vocabulary: which events map, to what, with which ``data``.
 
-Every rule is keyed by CrewAI's event ``type`` string (``crewai.events.types.*``; crewai 1.15,
-``shared/docs/frameworks.md`` §2). A rule has a *role*:
+Every rule is keyed by CrewAI's event ``type`` string (``crewai.events.types.*``; crewai 1.15).
+A rule has a *role*:
 
 * ``START``: a CrewAI scope-starting event (``crewai.events.event_context.
   SCOPE_STARTING_EVENTS``); its ledger parent is CrewAI's ``parent_event_id``.
@@ -33,8 +33,10 @@ from crewai.events.event_context import (
     VALID_EVENT_PAIRS,
 )
 
-from agentledger.client import vocabulary as v
 from agentledger.client._sanitize import cut_string, jsonable
+from agentledger.integrations._shared import tool_names
+from agentledger.integrations.crewai._usage import token_usage
+from agentledger.protocol import vocabulary as v
 
 __all__ = ["RULES", "Out", "Role", "Rule", "parse_tool_args"]
 
@@ -109,21 +111,6 @@ def _raw_output(output: Any, max_chars: int) -> dict[str, Any]:
     if json_dict:
         out["json"] = _json(json_dict, max_chars)
     return out
-
-
-def _tool_names(tools: Any) -> list[str] | None:
-    if not isinstance(tools, Sequence) or isinstance(tools, str):
-        return None
-    names: list[str] = []
-    for tool in tools:
-        if isinstance(tool, Mapping):
-            function = tool.get("function")
-            name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
-        else:
-            name = getattr(tool, "name", None)
-        if isinstance(name, str):
-            names.append(name)
-    return names
 
 
 def parse_tool_args(args: Any, max_chars: int) -> dict[str, Any]:
@@ -298,7 +285,7 @@ def _agent_start(source: Any, event: Any, max_chars: int) -> list[Out]:
     data.update(
         {
             "goal": _cut(getattr(agent, "goal", None), max_chars),
-            "tools": _tool_names(getattr(event, "tools", None)),
+            "tools": tool_names(getattr(event, "tools", None)),
             **_task_ids(task),
             "inputs": {
                 "task_prompt": _cut(getattr(event, "task_prompt", None), max_chars),
@@ -387,7 +374,7 @@ def _llm_start(source: Any, event: Any, max_chars: int) -> list[Out]:
         "model": getattr(event, "model", None),
         "messages": _messages(getattr(event, "messages", None), max_chars),
         "provider": getattr(source, "provider", None),
-        "tools": _tool_names(getattr(event, "tools", None)),
+        "tools": tool_names(getattr(event, "tools", None)),
         "invocation_params": {
             key: getattr(event, key, None)
             for key in ("temperature", "top_p", "max_tokens", "stream", "seed", "stop_sequences")
@@ -399,8 +386,6 @@ def _llm_start(source: Any, event: Any, max_chars: int) -> list[Out]:
 
 
 def _llm_end(source: Any, event: Any, max_chars: int) -> list[Out]:
-    from agentledger.integrations._crewai_usage import token_usage
-
     response = getattr(event, "response", None)
     data: dict[str, Any] = {"model": getattr(event, "model", None)}
     if isinstance(response, str):

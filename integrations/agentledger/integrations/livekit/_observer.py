@@ -1,124 +1,29 @@
-"""LiveKit Agents integration: log an ``AgentSession`` as a causal tree with one call.
+"""The LiveKit session observer: one sync callback per ``AgentSession`` event, each logging
+events that name their cause.
 
-Usage::
-
-    from agentledger.client import Ledger
-    from agentledger.integrations.livekit import LedgerSessionObserver
-
-    ledger = Ledger(url="http://127.0.0.1:8765", api_key="...", agent="voice-bot")
-    session = AgentSession(llm=..., stt=..., tts=..., vad=...)
-    LedgerSessionObserver(ledger).attach(session)   # before session.start(...)
-
-Hooks (``AgentSession.on``, livekit-agents 1.8; ``shared/docs/frameworks.md`` §3) -> events
-(``shared/docs/event-vocabulary.md``), with their parents:
-
-====================================  ====================================================
-LiveKit event                         event (parent)
-====================================  ====================================================
-``attach()``                          ``session_start`` (none)
-``conversation_item_added`` user      ``user_message`` (``session_start``); language and
-                                      speaker from the final ``user_input_transcribed``
-``conversation_item_added`` handoff   ``step_end`` of the previous agent (its
-                                      ``step_start``), ``step_start`` kind ``agent`` (the
-                                      tool result that handed off, else ``session_start``)
-first sign of a model request         ``llm_start`` (the last tool result of the same
-(tool call started, or its metrics)   speech, else the speech's turn: the user message it
-                                      answers, else the agent step)
-``metrics_collected`` LLMMetrics      ``llm_end`` (its ``llm_start``), written when the
-                                      reply text or the tool batch of the request is known
-``tool_execution_updated`` started    ``tool_call`` (the ``llm_start`` of its request)
-``tool_execution_updated`` ended +    ``tool_result`` / ``tool_error`` (its ``tool_call``,
-``function_tools_executed``           joined on ``call_id``): status, end time and the
-                                      exception text from ``tool_call_ended``, the output
-                                      the model was given from the batch; the batch also
-                                      closes the request's ``llm_end`` and logs calls
-                                      LiveKit never started (arguments that do not fit)
-``conversation_item_added`` assistant ``assistant_response`` (the last ``llm_end`` or tool
-                                      result of its speech); if cut off, an
-                                      ``interrupted`` child: reason ``barge_in`` when the
-                                      user started speaking during that speech
-                                      (``user_state_changed``), else ``interrupted``
-speech done, interrupted, no reply    ``interrupted`` (the speech's last step)
-``agent_false_interruption``          ``interrupted`` reason ``false_interruption`` with
-                                      ``resumed`` (the paused reply's model request)
-``error``                             ``llm_error`` (the open ``llm_start``) or
-                                      ``step_error`` (the agent step)
-``close``                             ``step_end`` of the agent, ``session_end``
-                                      (``session_start``) with reason and usage totals
-====================================  ====================================================
-
-Levels: ``transcript`` logs only the session and the messages (``assistant_response`` then
-descends from the user message); ``standard`` (default) adds model requests, tools, handoffs,
-interruptions and errors; ``verbose`` adds agent/user state changes (``state_set`` with key
-``agent_state`` / ``user_state``), partial transcripts (``livekit.transcript_partial``), tool
-progress updates (``livekit.tool_update``) and every metric (``livekit.metrics``).
-
-Where the links come from, and why not OpenTelemetry
-----------------------------------------------------
-LiveKit events carry no session or event ids, so links are built from LiveKit's own ids:
-``SpeechHandle.id`` (LLM metrics carry it as ``speech_id``), chat item ids, and tool
-``call_id`` s. A tool call or assistant message is matched to its speech by finding its item
-id in the public ``SpeechHandle.chat_items`` of the live speeches (LiveKit adds the
-``FunctionCall`` there before it emits ``tool_call_started``), falling back to
-``AgentSession.current_speech``. LiveKit's OpenTelemetry spans
-(``livekit.agents.telemetry.set_tracer_provider``) draw a similar tree (``agent_turn`` >
-``llm_node`` > ``llm_request``, ``function_tool``) and give the exact start of each request,
-but they are the worse source here:
-
-* the tracer provider is one per process: installing ours replaces the one LiveKit Cloud
-  observability or the user's own exporter set, for every session in the process;
-* spans carry no public handle of their ``AgentSession``: tying a span to a session needs
-  LiveKit's private attributes;
-* tool arguments, outputs and transcripts are ``lk.pii.*`` attributes, stripped whenever the
-  provider runs with ``allow_pii=False`` or the project mandates redaction;
-* spans know less: a raising tool's span says ``An internal error occurred`` where
-  ``tool_call_ended`` carries the exception text, and spans carry no chat item ids;
-* a recording provider serialises the whole chat context on every ``llm_node`` span.
-
-What the session events lack is the start of a request: ``llm_start`` is logged at the first
-sign of it and stamped with its real start (``LLMMetrics.timestamp - duration``) when the
-metrics come first; when a tool call starts before LiveKit reports the request (the usual
-order: tools run while the model still streams), it is stamped with the latest earlier
-boundary (speech created, previous request ended, tool batch done) and the exact
-``duration_ms`` / ``ttft_ms`` are on ``llm_end``. ``tool_call`` is the child of the request's
-``llm_start``: its ``llm_end`` is only known after the stream, often after the tools ran.
-
-``metrics_collected`` (deprecated in 1.8) is still subscribed, at ``standard`` level and up,
-because its ``LLMMetrics`` are the only per-request source of the request id, ttft,
-duration, per-request prompt/completion/cached tokens and the speech id.
-``session_usage_updated`` is cumulative per model and has none of those; it supplies the
-usage totals of ``session_end``. The subscription goes through the base ``EventEmitter.on``
-so LiveKit's "metrics_collected is deprecated" warning, meant for application code, is not
-printed on the user's behalf.
-
-Guarantees: every callback is a plain sync function that accepts any arguments and runs its
-body under :func:`agentledger.client.capture_internal_exceptions`, so nothing (a
-``TypeError`` included, which LiveKit would re-raise into the session) escapes into LiveKit.
-Callbacks only build small dicts and call the ledger's non-blocking ``log()``; no I/O.
-State is per live speech and per running tool call, evicted on end and capped.
+Event table, link sources and guarantees: ``docs/design/integrations-livekit.md``.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from collections import Counter
-from collections.abc import Callable
-from typing import Any, Final, Literal, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal
 
-try:
-    from livekit import rtc
-    from livekit.agents import AgentSession, get_job_context
-    from livekit.agents.version import __version__ as _LIVEKIT_VERSION
-except ImportError as error:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "agentledger.integrations.livekit needs livekit-agents: pip install 'agentledger[livekit]'"
-    ) from error
+from livekit import rtc
+from livekit.agents import AgentSession, get_job_context
+from livekit.agents.version import __version__ as _LIVEKIT_VERSION
 
 from agentledger.client import capture_internal_exceptions
-from agentledger.client import vocabulary as v
-from agentledger.integrations._livekit_state import Call, Capped, Speech
-from agentledger.integrations._livekit_values import (
+from agentledger.integrations._shared import (
+    AlreadyAttachedError,
+    InvalidOptionError,
+    TimedLedgerLike,
+    max_scopes_option,
+)
+from agentledger.integrations.livekit._state import Call, Capped, Speech
+from agentledger.integrations.livekit._values import (
     args_object,
     message_latency,
     ms,
@@ -129,42 +34,20 @@ from agentledger.integrations._livekit_values import (
     text_of,
     utc,
 )
+from agentledger.protocol import vocabulary as v
 
-__all__ = ["LEVELS", "LedgerSessionObserver", "Level", "SupportsLog"]
+__all__ = ["LEVELS", "MAX_CALLS", "MAX_SPEECHES", "LedgerSessionObserver", "Level"]
 
 Level = Literal["transcript", "standard", "verbose"]
 
 #: Accepted ``level`` values, least to most detailed.
 LEVELS: Final[tuple[str, ...]] = ("transcript", "standard", "verbose")
 
-#: Live speeches and running tool calls kept at most (oldest dropped first).
+#: Live speeches and running tool calls kept at most by default (oldest dropped first).
 MAX_SPEECHES: Final = 64
 MAX_CALLS: Final = 1024
 
 _FRAMEWORK: Final = "livekit-agents"
-
-
-class _HasEventId(Protocol):
-    @property
-    def event_id(self) -> str: ...
-
-
-class SupportsLog(Protocol):
-    """What the observer needs from a ledger: :meth:`agentledger.client.Ledger.log`.
-
-    ``log`` must not block (it runs on LiveKit's event loop) and must return at once with the
-    new event's id.
-    """
-
-    def log(
-        self,
-        event: str,
-        data: dict[str, Any],
-        *,
-        session_id: str | None = ...,
-        parent_id: str | None = ...,
-        timestamp: dt.datetime | None = ...,
-    ) -> _HasEventId: ...
 
 
 class LedgerSessionObserver:
@@ -176,20 +59,29 @@ class LedgerSessionObserver:
             attached inside a job (``get_job_context()``), else a new UUID4 hex per
             :meth:`attach` (one observer can be attached again after ``detach()``).
         level: ``"transcript"``, ``"standard"`` (default) or ``"verbose"``.
+        metadata: a JSON object attached as ``metadata`` to every event.
+        max_scopes: open scopes tracked at most per table: running tool calls and ended call
+            ids (default :data:`MAX_CALLS`), live speeches (at most :data:`MAX_SPEECHES`).
 
     Raises:
-        ValueError: unknown ``level``.
+        ValueError: unknown ``level`` or ``max_scopes`` below 1 (an ``InvalidOptionError``,
+            also a :class:`~agentledger.protocol.LedgerError`).
     """
 
     def __init__(
         self,
-        ledger: SupportsLog,
+        ledger: TimedLedgerLike,
         *,
         session_id: str | None = None,
         level: Level = "standard",
+        metadata: Mapping[str, Any] | None = None,
+        max_scopes: int | None = None,
     ) -> None:
         if level not in LEVELS:
-            raise ValueError(f"level must be one of {', '.join(LEVELS)}; got {level!r}")
+            raise InvalidOptionError(f"level must be one of {', '.join(LEVELS)}; got {level!r}")
+        self._max_calls = max_scopes_option(max_scopes, default=MAX_CALLS)
+        self._max_speeches = min(MAX_SPEECHES, self._max_calls)
+        self._metadata = dict(metadata) if metadata else None
         self._ledger = ledger
         self._requested_session_id = session_id
         self._session_id: str | None = session_id
@@ -201,9 +93,9 @@ class LedgerSessionObserver:
 
     def _reset(self) -> None:
         """Per-session state, fresh for every :meth:`attach`."""
-        self._speeches: Capped[str, Speech] = Capped(MAX_SPEECHES)
-        self._calls: Capped[str, Call] = Capped(MAX_CALLS)
-        self._ended_calls: Capped[str, str] = Capped(MAX_CALLS)
+        self._speeches: Capped[str, Speech] = Capped(self._max_speeches)
+        self._calls: Capped[str, Call] = Capped(self._max_calls)
+        self._ended_calls: Capped[str, str] = Capped(self._max_calls)
         self._last_speech: str | None = None
         self._session_start: str | None = None
         self._pending_user: str | None = None
@@ -250,10 +142,13 @@ class LedgerSessionObserver:
             ``self``, so ``observer = LedgerSessionObserver(ledger).attach(session)`` works.
 
         Raises:
-            RuntimeError: this observer is already attached to a session.
+            RuntimeError: this observer is already attached to a session (an
+                ``AlreadyAttachedError``, also a :class:`~agentledger.protocol.LedgerError`).
         """
         if self._session is not None:
-            raise RuntimeError("LedgerSessionObserver is already attached; detach() it first")
+            raise AlreadyAttachedError(
+                "LedgerSessionObserver is already attached; detach() it first"
+            )
         self._session = session
         self._reset()
         with capture_internal_exceptions("livekit.attach"):
@@ -332,6 +227,7 @@ class LedgerSessionObserver:
             data,
             session_id=self._session_id,
             parent_id=parent,
+            metadata=self._metadata,
             timestamp=utc(at) if at is not None else None,
         )
         self._counts[event] += 1
@@ -411,7 +307,7 @@ class LedgerSessionObserver:
         items = getattr(history, "items", None)
         if items is not None:
             data["messages"] = request_messages(items, at)
-        tools = _tool_names(self._session)
+        tools = _agent_tool_names(self._session)
         if tools:
             data["tools"] = tools
         if speech is not None:
@@ -886,7 +782,8 @@ def _model_of(session: Any) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _tool_names(session: Any) -> list[str]:
+def _agent_tool_names(session: Any) -> list[str]:
+    """Names of the current agent's tools (a LiveKit tool names itself in ``info.name``)."""
     agent = _current_agent(session)
     names: list[str] = []
     for tool in getattr(agent, "tools", None) or ():
