@@ -20,12 +20,9 @@ OVER_BUDGET: dict[str, int] = {
     "core_client/agentledger/client/_models.py": 563,
     "server/agentledger/server/_query/_store.py": 596,
     "server/agentledger/server/_store/_sql.py": 759,
-    "integrations/agentledger/integrations/crewai/_events.py": 673,
     "integrations/agentledger/integrations/_mcp_proxy.py": 608,
     "integrations/agentledger/integrations/_mcp_proxy_calls.py": 629,
     "integrations/agentledger/integrations/_mcp_tools.py": 590,
-    "integrations/agentledger/integrations/langchain/_handler.py": 770,
-    "integrations/agentledger/integrations/livekit/_observer.py": 897,
 }
 
 

@@ -21,10 +21,11 @@ from crewai.events.event_bus import CrewAIEventsBus, is_replaying
 
 from agentledger.client import capture_internal_exceptions
 from agentledger.integrations._shared import InvalidOptionError, max_scopes_option
-from agentledger.integrations.crewai._events import RULES, Out, Role, Rule
+from agentledger.integrations.crewai._events import RULES
 from agentledger.integrations.crewai._order import Sequencer
 from agentledger.integrations.crewai._scopes import Scope, ScopeTable
 from agentledger.integrations.crewai._usage import Rollup
+from agentledger.integrations.crewai._values import Out, Role, Rule
 from agentledger.integrations.crewai._writer import LedgerWriter, SupportsLedger
 from agentledger.protocol import vocabulary as v
 
