@@ -22,6 +22,7 @@ __all__ = [
     "LedgerLike",
     "MissingExtraError",
     "TimedLedgerLike",
+    "UnsupportedTargetError",
     "max_scopes_option",
     "missing_extra",
     "tool_names",
@@ -81,6 +82,10 @@ class IntegrationError(LedgerError):
 
 class InvalidOptionError(IntegrationError, ValueError):
     """An integration option is out of range or contradicts another (also a ``ValueError``)."""
+
+
+class UnsupportedTargetError(IntegrationError, TypeError):
+    """``instrument()`` was given an object it cannot instrument (also a ``TypeError``)."""
 
 
 class AlreadyAttachedError(IntegrationError, RuntimeError):

@@ -107,8 +107,9 @@ def test_bad_options_are_value_errors_and_ledger_errors(ledger: Ledger) -> None:
     assert isinstance(raised.value, LedgerError)
     with pytest.raises(LedgerError, match="max_scopes only"):
         LedgerCallbackHandler(ledger, max_scopes=5, max_runs=5)
-    with pytest.raises(TypeError, match="Runnable or None"):
+    with pytest.raises(TypeError, match="Runnable or None") as wrong:
         instrument("not a runnable", ledger)  # type: ignore[call-overload]
+    assert isinstance(wrong.value, LedgerError)
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar, overload
 
-from agentledger.integrations._shared import LedgerLike, max_scopes_option, missing_extra
+from agentledger.integrations._shared import (
+    LedgerLike,
+    UnsupportedTargetError,
+    max_scopes_option,
+    missing_extra,
+)
 
 try:
     from langchain_core.runnables import Runnable
@@ -101,12 +106,13 @@ def instrument(
         The instrumented runnable, or the handler when ``target`` is ``None``.
 
     Raises:
-        TypeError: ``target`` is neither a runnable nor ``None``.
+        TypeError: ``target`` is neither a runnable nor ``None`` (an
+            ``UnsupportedTargetError``, also a :class:`~agentledger.protocol.LedgerError`).
         ValueError: an option is out of range (an ``InvalidOptionError``, also a
             :class:`~agentledger.protocol.LedgerError`).
     """
     if target is not None and not isinstance(target, Runnable):
-        raise TypeError(
+        raise UnsupportedTargetError(
             f"instrument() takes a LangChain Runnable or None, not {type(target).__name__}"
         )
     handler = LedgerCallbackHandler(
