@@ -1,7 +1,7 @@
 """Helpers of the client suite: the sync/async twin switch, fault transports, read-back.
 
 Faults are injected as httpx transports wrapping a real ``httpx.HTTPTransport`` to the real
-server (style.md point 1), or as small real servers (a slow proxy); nothing of ours is mocked.
+server, or as small real servers (a slow proxy); nothing of ours is mocked.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from agentledger.client import AsyncLedger, Ledger
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test of this folder ``client`` (markers by folder, style.md point 13)."""
+    """Mark every test of this folder ``client``."""
     for item in items:
         if "tests/client" in str(item.fspath):
             item.add_marker(pytest.mark.client)

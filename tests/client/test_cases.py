@@ -1,4 +1,4 @@
-"""Field cases H07, H08, H09, H10, H18, H19 (``shared/cases/README.md``), both twins."""
+"""Field cases H07, H08, H09, H10, H18, H19 (docs/pages/field-cases.md), both twins."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentledger.client import AsyncLedger
-from agentledger.client._sanitize import snapshot
+from agentledger.client.sanitize import snapshot
 
 from .conftest import Twin, stored_events
 

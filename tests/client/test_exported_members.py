@@ -1,4 +1,4 @@
-"""``agentledger.client.__all__`` is the whole public surface (style.md point 11)."""
+"""``agentledger.client.__all__`` is the whole public surface, sorted, documented and complete."""
 
 from __future__ import annotations
 
@@ -32,3 +32,13 @@ def test_exported_members_have_docstrings() -> None:
 def test_all_is_sorted_and_unique() -> None:
     assert len(client.__all__) == len(set(client.__all__))
     assert list(client.__all__) == sorted(client.__all__, key=lambda s: (not s.isupper(), s))
+
+
+def test_sanitize_is_a_public_module_for_integrations() -> None:
+    from agentledger.client import sanitize
+
+    assert {"cut_string", "jsonable", "snapshot"} <= set(sanitize.__all__)
+    missing = [name for name in sanitize.__all__ if not hasattr(sanitize, name)]
+    assert missing == []
+    assert sanitize.cut_string("abcdef", 3) == "abc…[cut, 6 chars]"
+    assert sanitize.jsonable({1: {"x"}}) == {"1": ["x"]}

@@ -1,42 +1,24 @@
-"""The synchronous client, :class:`Ledger` (twin of :class:`~agentledger.client.AsyncLedger`)."""
+# Generated from _async_client.py by core_client/generate_sync.py: do not edit.
+# Change the asyncio source, then run `python core_client/generate_sync.py`.
+"""The blocking client, :class:`Ledger`: constructor, flush and close, bulk export and
+import; its other reads come from :class:`LedgerReads`."""
 
 from __future__ import annotations
 
-import datetime as dt
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from types import TracebackType
-from typing import IO, Any, TypeVar
+from typing import IO, Any
 
 import httpx
 
-from agentledger.client._base import DEFAULT_TIMEOUT_S, READ_RETRY, BaseLedger, Call, RedactSetting
+from agentledger.client._base import DEFAULT_TIMEOUT_S, RedactSetting
+from agentledger.client._calls import Call
 from agentledger.client._config import DEFAULT, Default
 from agentledger.client._errors import transport_error_from
-from agentledger.client._models import (
-    AgentInfo,
-    ApiKey,
-    BaselineReport,
-    ChainReport,
-    Event,
-    FlushResult,
-    ForgetResult,
-    ImpactResult,
-    ImportResult,
-    MemoryContext,
-    SearchResult,
-    Session,
-    SessionDiff,
-    StateAt,
-    WhyResult,
-)
-from agentledger.client._retry import (
-    RetryableStatus,
-    RetryPolicy,
-    is_retryable_status,
-    sync_retrying,
-)
-from agentledger.client._sanitize import DEFAULT_MAX_STRING_CHARS
+from agentledger.client._models import FlushResult, ImportResult
+from agentledger.client._reads import LedgerReads
+from agentledger.client._retry import RetryPolicy
 from agentledger.client._spill import DEFAULT_MAX_SPILL_BYTES
 from agentledger.client._transfer import (
     ImportChunks,
@@ -44,13 +26,12 @@ from agentledger.client._transfer import (
     open_export_target,
     progress_reporter,
 )
+from agentledger.client.sanitize import DEFAULT_MAX_STRING_CHARS
 
 __all__ = ["Ledger"]
 
-T = TypeVar("T")
 
-
-class Ledger(BaseLedger):
+class Ledger(LedgerReads):
     """Log agent events to an agentledger server and read them back (blocking reads).
 
     ``log()`` never blocks and never raises: it queues the event for a background sender that
@@ -119,7 +100,7 @@ class Ledger(BaseLedger):
             max_string_chars=max_string_chars,
         )
         self._transport = transport
-        self._client: httpx.Client | None = None
+        self._client = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -134,13 +115,15 @@ class Ledger(BaseLedger):
             :class:`FlushResult` (``complete``, ``sent``, ``spilled``, ``dropped``,
             ``pending``).
         """
-        return self._sender.flush(self.flush_timeout_s if timeout_s is None else timeout_s)
+        timeout = self.flush_timeout_s if timeout_s is None else timeout_s
+        return self._sender.sync_flush(timeout)
 
     def close(self, timeout_s: float | None = None) -> FlushResult:
         """Flush within ``timeout_s`` (default ``flush_timeout_s``), stop the sender, spill
         what is left, and close HTTP connections. Idempotent; later ``log()`` calls go to the
         spill (or are dropped and counted)."""
-        result = self._sender.close(self.flush_timeout_s if timeout_s is None else timeout_s)
+        timeout = self.flush_timeout_s if timeout_s is None else timeout_s
+        result = self._sender.sync_close(timeout)
         client, self._client = self._client, None
         if client is not None:
             client.close()
@@ -161,148 +144,7 @@ class Ledger(BaseLedger):
     def _after_fork_in_child(self) -> None:
         self._client = None
 
-    # -- transport -------------------------------------------------------------------------
-
-    def _http(self) -> httpx.Client:
-        client = self._client
-        if client is None:
-            client = httpx.Client(
-                base_url=self.url,
-                headers=self._headers,
-                transport=self._transport,
-                timeout=self._timeout,
-            )
-            self._client = client
-        return client
-
-    def _send(self, call: Call[Any]) -> httpx.Response:
-        def attempt() -> httpx.Response:
-            response = self._http().request(
-                call.method, call.path, params=call.params, json=call.json
-            )
-            if is_retryable_status(response.status_code):
-                raise RetryableStatus(response)
-            return response
-
-        try:
-            return sync_retrying(READ_RETRY)(attempt)
-        except RetryableStatus as error:
-            return error.response
-        except httpx.TransportError as error:
-            raise transport_error_from(error) from error
-
-    def _request(self, call: Call[T]) -> T:
-        return self._parse(call, self._send(call))
-
-    # -- reads -----------------------------------------------------------------------------
-
-    def health(self) -> dict[str, Any]:
-        """``GET /health``: ``{"status": "ok", "version": ...}``.
-
-        Raises:
-            TransportError: no answer; APIStatusError: an error status.
-        """
-        return self._request(self._call_health())
-
-    def get_event(self, event_id: str) -> Event:
-        """One stored event with its checksum and chain fields.
-
-        Raises:
-            NotFoundError: no such event (it may still be queued: call :meth:`flush` first).
-        """
-        return self._request(self._call_get_event(str(event_id)))
-
-    def why(self, event_id: str, depth: int = 10) -> WhyResult:
-        """The causal chain of an event, root first (``GET /v1/events/{id}/why``).
-
-        Args:
-            event_id: the event to explain.
-            depth: most ancestors to walk (1..10,000).
-
-        Raises:
-            NotFoundError: no such event.
-        """
-        return self._request(self._call_why(str(event_id), depth))
-
-    def impact(self, event_id: str, limit: int | None = None) -> ImpactResult:
-        """Every descendant of an event (``GET /v1/events/{id}/impact``), the mirror of
-        :meth:`why`. ``limit`` caps the events returned (``truncated`` says so)."""
-        return self._request(self._call_impact(str(event_id), limit))
-
-    def replay(
-        self,
-        session_id: str,
-        *,
-        agent: str | None = None,
-        all_agents: bool = False,
-        limit: int = 10_000,
-    ) -> list[Event]:
-        """The events of a session, oldest first (``GET /v1/sessions/{sid}/events``).
-
-        Args:
-            session_id: the session.
-            agent: the agent whose events to return (default: the client's agent).
-            all_agents: return every agent's events of the session instead.
-            limit: most events returned (server maximum 100,000).
-        """
-        return self._request(self._call_replay(session_id, agent, limit, all_agents))
-
-    def sessions(self, *, agent: str | None = None, limit: int = 50) -> list[Session]:
-        """Session summaries of an agent (default: the client's), newest first."""
-        return self._request(self._call_sessions(agent, limit))
-
-    def list_events(
-        self,
-        *,
-        agent: str | None = None,
-        limit: int = 50,
-        event_type: str | None = None,
-        session_id: str | None = None,
-        before: dt.datetime | str | None = None,
-        after: dt.datetime | str | None = None,
-        cursor: str | None = None,
-    ) -> list[Event]:
-        """One page of an agent's events, newest first (``GET /v1/events``, ``limit`` 1..1000)."""
-        return self._request(
-            self._call_events_page(
-                agent,
-                limit=limit,
-                event_type=event_type,
-                session_id=session_id,
-                before=before,
-                after=after,
-                cursor=cursor,
-            )
-        )
-
-    def iter_events(
-        self,
-        *,
-        agent: str | None = None,
-        event_type: str | None = None,
-        session_id: str | None = None,
-        before: dt.datetime | str | None = None,
-        after: dt.datetime | str | None = None,
-        page_size: int = 500,
-    ) -> Iterator[Event]:
-        """Every matching event, newest first, paging with the stable ``cursor``
-        (``"<timestamp>|<sequence_no>"`` of the last row) until a short page."""
-        cursor: str | None = None
-        while True:
-            page = self.list_events(
-                agent=agent,
-                limit=page_size,
-                event_type=event_type,
-                session_id=session_id,
-                before=before,
-                after=after,
-                cursor=cursor,
-            )
-            yield from page
-            if len(page) < page_size:
-                return
-            last = page[-1]
-            cursor = f"{last.timestamp}|{last.sequence_no}"
+    # -- bulk transfer ---------------------------------------------------------------------
 
     def export_events(
         self,
@@ -376,133 +218,3 @@ class Ledger(BaseLedger):
                 if report is not None:
                     report(offset + len(chunk))
         return total
-
-    def verify_chain(
-        self,
-        *,
-        agent: str | None = None,
-        anchor: str | None = None,
-        after_seq: int | None = None,
-    ) -> ChainReport:
-        """Verify the agent's hash chain (``GET /v1/events/chain``).
-
-        Args:
-            agent: the agent (default: the client's).
-            anchor: a ``chain_hash`` saved earlier; it must still be on the chain.
-            after_seq: verify only links after this sequence number.
-        """
-        return self._request(self._call_verify(agent, anchor, after_seq))
-
-    def search(
-        self,
-        query: str,
-        *,
-        agent: str | None = None,
-        limit: int = 10,
-        mode: str = "auto",
-        include_superseded: bool = False,
-    ) -> SearchResult:
-        """Search events (``POST /v1/search``; ``mode`` auto|keyword|semantic|hybrid)."""
-        return self._request(self._call_search(query, agent, limit, mode, include_superseded))
-
-    def baseline(
-        self,
-        agent: str | None = None,
-        *,
-        recent_window: str | int | None = None,
-        window: str | None = None,
-    ) -> BaselineReport:
-        """Behaviour drift of an agent, recent vs baseline (``window`` 24h|7d|30d)."""
-        return self._request(self._call_baseline(agent, recent_window, window))
-
-    def behavior_change(
-        self,
-        agent: str | None = None,
-        *,
-        window: str | None = None,
-        from_ts: dt.datetime | str | None = None,
-        to_ts: dt.datetime | str | None = None,
-    ) -> BaselineReport:
-        """The drift comparison for a time window."""
-        return self._request(self._call_behavior_change(agent, window, from_ts, to_ts))
-
-    def at(self, timestamp: dt.datetime | str, *, agent: str | None = None) -> StateAt:
-        """The agent's key/value state (``state_set``/``state_delete``) at ``timestamp``."""
-        return self._request(self._call_at(timestamp, agent))
-
-    def forget(
-        self,
-        filter_key: str,
-        filter_value: str | int | float | bool,
-        *,
-        agent: str | None = None,
-        dry_run: bool = False,
-    ) -> ForgetResult:
-        """Erase the agent's events whose ``data`` holds ``filter_key == filter_value`` at any
-        depth (``DELETE /v1/memory/forget``). Tombstones keep the chain verifiable.
-
-        Args:
-            agent: the agent (default: the client's).
-            dry_run: only count what would be erased.
-        """
-        return self._request(self._call_forget(filter_key, filter_value, agent, dry_run))
-
-    def context_for(
-        self,
-        task: str,
-        *,
-        agent: str | None = None,
-        max_tokens: int = 2000,
-        session_id: str | None = None,
-    ) -> MemoryContext:
-        """A prompt-ready memory block for ``task`` (``POST /v1/memory/context``): the agent's
-        recent events, then the ones relevant to ``task`` (search), deduplicated, superseded
-        ones left out, packed under ``max_tokens`` tokens (16–128,000).
-
-        Args:
-            task: what the agent is about to do (the search text).
-            agent: the agent (default: the client's).
-            session_id: the current session, whose own events are left out.
-
-        Raises:
-            UnprocessableEntityError: a bad argument (the detail names it).
-        """
-        return self._request(self._call_context_for(task, agent, max_tokens, session_id))
-
-    def memory_diff(self, session_id: str, *, agent: str | None = None) -> SessionDiff:
-        """What ``session_id`` did next to the agent's usual sessions
-        (``GET /v1/memory/diff/{sid}``): new event types and steps, usual steps it skipped,
-        depth, errors, duration in seconds.
-
-        Raises:
-            NotFoundError: no such session.
-        """
-        return self._request(self._call_memory_diff(session_id, agent))
-
-    def agents(self) -> list[AgentInfo]:
-        """Every agent the key may read, with first/last seen and event count."""
-        return self._request(self._call_agents())
-
-    def create_key(
-        self,
-        name: str,
-        *,
-        agent: str | None = None,
-        scope: str = "read_write",
-        expires_in_days: int | None = None,
-    ) -> ApiKey:
-        """Create an API key (``scope`` read_write|read_only); its secret is in ``.key``,
-        shown this once."""
-        return self._request(self._call_create_key(name, agent, scope, expires_in_days))
-
-    def list_keys(self) -> list[ApiKey]:
-        """The server's keys (no secrets)."""
-        return self._request(self._call_list_keys())
-
-    def revoke_key(self, key_id: str) -> None:
-        """Revoke a key.
-
-        Raises:
-            NotFoundError: no such key.
-        """
-        self._request(self._call_revoke_key(key_id))

@@ -1,20 +1,6 @@
-"""Client configuration: one table of environment variables, resolved once per client.
-
-Constructor arguments override the environment; nothing is read from module globals after
-construction (so a test can build two clients with different settings in one process).
-Other packages (the regression-case runner, the demo, the embedded server) take their
-environment through the ``resolve_*`` functions here, so this module is the client side's only
-reader of the environment.
-
-==========================  ==============================  ========================================
-variable                    default                         meaning
-==========================  ==============================  ========================================
-``AGENTLEDGER_URL``         ``http://127.0.0.1:8765``       base URL of the ledger server
-``AGENTLEDGER_API_KEY``     none (required)                 bearer key sent as ``Authorization``
-``AGENTLEDGER_AGENT``       none (required to ``log()``)    agent name events are logged under
-``AGENTLEDGER_SPILL_DIR``   ``$XDG_CACHE_HOME/agentledger/  directory of the disk spill (NDJSON);
-                            spill`` (``~/.cache/...``)      the string ``off`` switches spill off
-==========================  ==============================  ========================================
+"""Client configuration: the table of environment variables (:data:`ENVIRONMENT`) and the
+``resolve_*`` functions that apply it, argument first, then environment, then default. The
+client side's only reader of the environment; see docs/design/client-configuration.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,7 @@
-"""The one error tree of the client (one root, one class per HTTP status family).
-
-::
-
-    LedgerError                      base of everything agentledger raises (agentledger.protocol)
-    ├── ConfigurationError           bad constructor argument or environment value
-    ├── TransportError               no HTTP answer: connect error, timeout, protocol error
-    └── APIStatusError               the server answered with a 4xx/5xx status
-        ├── AuthenticationError      401  missing or unknown API key
-        ├── PermissionDeniedError    403  key lacks the scope or the agent
-        ├── NotFoundError            404  no such event / session / key
-        ├── ConflictError            409  idempotency key reused with a different body
-        ├── UnprocessableEntityError 422  bad field (``detail`` lists them)
-        ├── RateLimitError           429  slow down (``retry_after_s`` when the server said so)
-        └── ServerError              5xx  the server failed
-
-Every :class:`APIStatusError` carries ``status_code``, ``detail`` (the server's JSON ``detail``)
-and ``request_id`` (the ``X-Request-ID`` response header). httpx exceptions are mapped here, at
-the boundary, and never leak to the caller.
-
-Reads (``get_event``, ``why``...) raise these. ``log()`` never raises: the background sender logs
-problems to the ``agentledger`` logger and counts them in ``stats()``.
+"""The one error tree of the client: :class:`LedgerError` at the root, then
+:class:`ConfigurationError`, :class:`TransportError` and :class:`APIStatusError` with one
+subclass per HTTP status family. httpx exceptions are mapped here and never reach the caller;
+only reads raise, ``log()`` never does. The tree: docs/design/client-errors.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
-"""The one retry policy (style.md point 3), built on tenacity.
+"""The one retry policy of the client, built on tenacity.
 
-Retried: connect errors, timeouts and other transport errors, and the statuses in
-:data:`RETRYABLE_STATUS` (408, 429, 5xx). Backoff is jittered exponential
-(``initial_backoff_s * 2**n``, full jitter, capped at ``max_backoff_s``); a server
-``Retry-After`` (RFC 9110 §10.2.3) replaces it, capped at ``max_retry_after_s``. One overall
-deadline (``deadline_s``) bounds every attempt and wait together. The caller resends the same
-request body, so every retry carries the same ``event_id`` / ``idempotency_key``
-(style.md point 4).
+Retried: transport errors and the statuses of :func:`is_retryable_status` (408, 429, 5xx except
+501). Backoff is full-jitter exponential, capped at ``max_backoff_s``; a server ``Retry-After``
+(RFC 9110 section 10.2.3) replaces it, capped at ``max_retry_after_s``. One overall deadline
+bounds all attempts and waits. Callers resend the same body, so a retried event keeps its
+``event_id`` and ``idempotency_key``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
-"""Disk spill: events the server could not take yet, kept as NDJSON until it answers again.
-
-Layout: ``<spill_dir>/<destination>/seg-<time_ns>-<pid>-<rand>.ndjson`` where
-``<destination>`` is a hash of the server URL (events spilled for one server are never sent to
-another). Each line is one wire event object, already sanitized and redacted, with its
-client-made ``event_id`` and ``timestamp`` (so a resend is recognised by the server as a
-duplicate, never stored twice).
-
-* Every segment has a ``.lock`` file (``filelock``) held by the process that writes or reads
-  it, so two processes never share a segment. A segment whose lock can be taken belongs to a
-  process that closed or died: it is *claimed* and resent, oldest first.
-* Writes are raw ``os.write`` calls (no Python buffer, so nothing is duplicated across
-  ``fork()``); :meth:`SpillStore.append` fsyncs once per batch.
-* The directory holds at most ``max_bytes``; beyond that new lines are refused (the caller
-  counts them as dropped).
-* Segments rotate at ``segment_bytes``; a segment is deleted once every line was delivered.
+"""Disk spill: events the server could not take yet, kept as NDJSON segments (one directory
+per server URL, one lock per segment) until it answers again; a segment left by a process that
+exited is claimed and resent. Layout, locking and limits: docs/design/client-spill.md.
 """
 
 from __future__ import annotations

@@ -107,7 +107,7 @@ class ImportChunks:
         if isinstance(source, str | os.PathLike) or hasattr(source, "read"):
             yield from _lines_of(source)  # type: ignore[arg-type]
         else:
-            for obj in source:  # type: ignore[union-attr]
+            for obj in source:
                 yield dict(obj)
 
     def __iter__(self) -> Iterator[tuple[int, list[dict[str, Any]]]]:

@@ -1,4 +1,4 @@
-"""Query commands of the ``agentledger`` CLI (issue 3): ``baseline`` and ``at``.
+"""Query commands of the ``agentledger`` CLI: ``baseline`` and ``at``.
 
 ``agentledger baseline --agent A`` prints the drift report (verdict, divergence, p-value, the
 per-session metrics and the biggest changes) as tables; ``--plot FILE.png`` also draws the

@@ -1,0 +1,49 @@
+"""Typed results of the client: frozen dataclasses built from the server's JSON, one module per
+area. ``from_wire`` ignores members it does not know (a newer server still parses) and requires
+none the client can do without; timestamps stay the ISO-8601 strings the server sent."""
+
+from __future__ import annotations
+
+from agentledger.client._models.admin import ApiKey, ImportResult
+from agentledger.client._models.chain import ChainHead, ChainProblem, ChainReport
+from agentledger.client._models.delivery import FlushResult, Stats
+from agentledger.client._models.events import (
+    AgentInfo,
+    Event,
+    EventRef,
+    ImpactResult,
+    SearchHit,
+    SearchResult,
+    Session,
+    WhyResult,
+)
+from agentledger.client._models.memory import (
+    BaselineReport,
+    ForgetResult,
+    MemoryContext,
+    SessionDiff,
+    StateAt,
+)
+
+__all__ = [
+    "AgentInfo",
+    "ApiKey",
+    "BaselineReport",
+    "ChainHead",
+    "ChainProblem",
+    "ChainReport",
+    "Event",
+    "EventRef",
+    "FlushResult",
+    "ForgetResult",
+    "ImpactResult",
+    "ImportResult",
+    "MemoryContext",
+    "SearchHit",
+    "SearchResult",
+    "Session",
+    "SessionDiff",
+    "StateAt",
+    "Stats",
+    "WhyResult",
+]
