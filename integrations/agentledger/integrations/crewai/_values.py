@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentledger.client._sanitize import cut_string, jsonable
+from agentledger.client.sanitize import cut_string, jsonable
 
 __all__ = [
     "Builder",
