@@ -36,7 +36,9 @@ __all__ = ["LEVELS", "MAX_CALLS", "MAX_SPEECHES", "LedgerSessionObserver", "Leve
 
 
 class LedgerSessionObserver(TurnHooks):
-    """Log one LiveKit ``AgentSession`` as a causal event tree (see the module docstring).
+    """Log one LiveKit ``AgentSession`` as a causal event tree.
+
+    Events and links: ``docs/design/integrations-livekit.md``.
 
     Args:
         ledger: an :class:`agentledger.client.Ledger` (anything with its non-blocking ``log``).
@@ -147,7 +149,7 @@ class LedgerSessionObserver(TurnHooks):
                 continue
             handler = callback(f"livekit.{event}", body)
             if event == "metrics_collected":
-                # Deprecated event, still the only per-request source (module docstring);
+                # Deprecated event, still the only per-request source (see the design notes);
                 # the base emitter skips the deprecation warning aimed at application code.
                 rtc.EventEmitter.on(session, event, handler)
             else:
