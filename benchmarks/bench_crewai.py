@@ -1,13 +1,13 @@
-"""CrewAI listener overhead: crew kickoff wall time without and with ``instrument_crew``.
+"""CrewAI listener overhead: crew kickoff wall time without and with ``instrument``.
 
 Workload: one sequential crew of ``--tasks`` tasks (50 by default); each task makes one tool
 call and gives a final answer, so 2 model calls per task from an offline scripted
-``crewai.BaseLLM`` (ReAct text, ``shared/docs/frameworks.md`` §2). With the listener, every
+``crewai.BaseLLM`` (ReAct text). With the listener, every
 CrewAI event goes to a :class:`agentledger.client.Ledger` pointed at an ``agentledger serve``
 started here on loopback (temp SQLite) unless ``--url`` is given.
 
 * ``none``: no listener.
-* ``ours, local server``: ``instrument_crew(crew, ledger)`` (the listener, plus a timer of
+* ``ours, local server``: ``instrument(crew, ledger)`` (the listener, plus a timer of
   its handler's CPU), the ledger sending to the local server. CrewAI's ``kickoff()`` ends with
   ``crewai_event_bus.flush()``, so the kickoff time includes every handler call. The final
   ledger flush (network) is reported apart as "drain".
@@ -16,7 +16,7 @@ started here on loopback (temp SQLite) unless ``--url`` is given.
   the crew (on this 2-core box the local server competes with the crew for the cores).
 
 Modes alternate, ``--repeat`` times each after one warm-up run of each; medians are shown.
-Target (issue 6): ours adds < 10 % to the kickoff time. The scripted model answers at once, so
+Target: ours adds < 10 % to the kickoff time. The scripted model answers at once, so
 this is the worst case: with a real model each call takes 100s of ms and the ratio shrinks.
 
     python benchmarks/bench_crewai.py            # ~1 min

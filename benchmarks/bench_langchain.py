@@ -18,7 +18,7 @@ Async runs (``ainvoke``) for all, the reference handler's native mode; the LCEL 
 runs sync (``invoke``). The machine is shared, so the variants of ours and the baselines run
 interleaved in chunks of 200 steps (order rotated per chunk), ``--repeat`` times, and the median
 of the per-run totals is shown; "drain" is the untimed wait for the last events to be sent.
-Targets (issue 5): ours adds <= 15 % to the no-handler run and costs
+Targets: ours adds <= 15 % to the no-handler run and costs
 >= 20x less per callback than the reference.
 
     python benchmarks/bench_langchain.py            # ~1 min
@@ -296,7 +296,7 @@ def langfuse_handler() -> Any:
     """Langfuse's LangChain handler exporting to a closed port, or ``None`` if not installed.
 
     Its spans are exported by a background OpenTelemetry batch processor, so this measures the
-    in-process cost of a well-known non-blocking handler (issue 5, optional reference).
+    in-process cost of a well-known non-blocking handler (optional reference).
     """
     try:
         from langfuse import Langfuse

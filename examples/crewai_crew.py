@@ -29,7 +29,7 @@ from crewai.llms.base_llm import llm_call_context  # noqa: E402
 from crewai.tools import tool  # noqa: E402
 
 from agentledger.client import Event, Ledger  # noqa: E402
-from agentledger.integrations.crewai import instrument_crew  # noqa: E402
+from agentledger.integrations.crewai import instrument  # noqa: E402
 
 
 class ScriptedLLM(BaseLLM):
@@ -141,7 +141,7 @@ def main() -> None:
     crew = build_crew()
     session_id = f"crewai-example-{uuid.uuid4().hex[:8]}"
     with Ledger(agent=os.environ.get("AGENTLEDGER_AGENT", "crewai-example")) as ledger:
-        with instrument_crew(crew, ledger, session_id=session_id):  # the one line
+        with instrument(crew, ledger, session_id=session_id):  # the one line
             result = crew.kickoff(inputs={"city": "Lisbon"})
         print("answer:", result.raw)
         events = ledger.replay(session_id)

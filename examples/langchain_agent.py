@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
 from agentledger.client import Ledger
-from agentledger.integrations.langchain import LedgerCallbackHandler
+from agentledger.integrations.langchain import instrument
 
 
 class FakeToolModel(GenericFakeChatModel):
@@ -69,10 +69,9 @@ def main() -> None:
     agent = create_agent(model, [get_weather, get_train], name="travel_agent")
 
     with Ledger(agent=os.environ.get("AGENTLEDGER_AGENT", "travel-example")) as ledger:
-        handler = LedgerCallbackHandler(ledger)
-        result = agent.invoke(
-            {"messages": [{"role": "user", "content": "Paris to Oslo tomorrow: what to pack?"}]},
-            config={"callbacks": [handler]},
+        logged = instrument(agent, ledger)  # the same graph, with the ledger's callback handler
+        result = logged.invoke(
+            {"messages": [{"role": "user", "content": "Paris to Oslo tomorrow: what to pack?"}]}
         )
         print("answer:", result["messages"][-1].text)
         ledger.flush(timeout_s=10)

@@ -9,7 +9,7 @@ too. Needs ``pip install 'agentledger[livekit]'``. Everything runs offline: the 
 scripted ``llm.LLM`` that streams its replies chunk by chunk (it asks for two tools at once,
 then books a table), and the user's turns are typed with ``session.run(user_input=...)``, so
 no LiveKit server, room, STT, TTS or API key is needed. In production the same
-``LedgerSessionObserver(ledger).attach(session)`` line goes before ``session.start(...)`` in
+``instrument(session, ledger)`` line goes before ``session.start(...)`` in
 the job entrypoint, and the session id defaults to the LiveKit job id.
 """
 
@@ -25,7 +25,7 @@ from livekit.agents import Agent, AgentSession, RunContext, function_tool, llm
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, APIConnectOptions
 
 from agentledger.client import Event, Ledger
-from agentledger.integrations.livekit import LedgerSessionObserver
+from agentledger.integrations.livekit import instrument
 
 # (text, tool calls, (prompt tokens, completion tokens, cached prompt tokens))
 Scripted = tuple[str, Sequence[tuple[str, dict[str, Any]]], tuple[int, int, int]]
@@ -128,7 +128,7 @@ class RestaurantHost(Agent):
 
 async def converse(ledger: Ledger) -> str | None:
     async with AgentSession[Any](llm=ScriptedLLM(SCRIPT)) as session:
-        observer = LedgerSessionObserver(ledger).attach(session)  # the one call
+        observer = instrument(session, ledger)  # the one call
         await session.start(RestaurantHost())
         await session.run(user_input="Hi, a table for four on Friday evening?")
         await session.run(user_input="Yes please, 8 pm, name is Ana.")

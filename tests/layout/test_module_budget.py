@@ -15,9 +15,6 @@ BUDGET = 500
 OVER_BUDGET: dict[str, int] = {
     "server/agentledger/server/_query/_store.py": 596,
     "server/agentledger/server/_store/_sql.py": 759,
-    "integrations/agentledger/integrations/_crewai_events.py": 673,
-    "integrations/agentledger/integrations/langchain.py": 770,
-    "integrations/agentledger/integrations/livekit.py": 897,
 }
 
 

@@ -1,7 +1,7 @@
 """CrewAI listener tests; skipped cleanly when the extra is not installed.
 
 CrewAI's telemetry is switched off before CrewAI is imported (otherwise an offline process
-waits on its vendor's host at exit; ``shared/docs/frameworks.md`` §2). The nox session
+waits on its vendor's host at exit). The nox session
 ``crewai`` sets the same variables.
 """
 

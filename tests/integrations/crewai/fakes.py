@@ -1,8 +1,8 @@
 """Offline CrewAI parts: a scripted ReAct-text model and small tools.
 
-The model follows the recipe of ``shared/docs/frameworks.md`` §2: a ``crewai.BaseLLM`` subclass
-that emits CrewAI's own model-call events inside ``llm_call_context()`` (so start and end share
-a ``call_id``), replies from a script, and reports token usage.
+The model is a ``crewai.BaseLLM`` subclass that emits CrewAI's own model-call events inside
+``llm_call_context()`` (so start and end share a ``call_id``), replies from a script, and
+reports token usage.
 """
 
 from __future__ import annotations

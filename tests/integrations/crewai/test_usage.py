@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from crewai.types.usage_metrics import UsageMetrics
 
-from agentledger.integrations._crewai_usage import token_usage
+from agentledger.integrations.crewai._usage import token_usage
 
 pytestmark = pytest.mark.crewai
 

@@ -1,4 +1,4 @@
-"""Offline chat models for the tests (recipes: shared/docs/frameworks.md §1)."""
+"""Offline chat models for the tests."""
 
 from __future__ import annotations
 

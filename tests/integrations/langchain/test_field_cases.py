@@ -1,4 +1,4 @@
-"""Field cases H01-H06, H11, H12, H15-H17, H21, H22 (shared/cases/README.md).
+"""Field cases H01-H06, H11, H12, H15-H17, H21, H22 (docs/pages/field-cases.md).
 
 Real LangChain / LangGraph with offline fake models, a real server on loopback, assertions on
 the events read back over the API.

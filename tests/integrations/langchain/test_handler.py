@@ -34,7 +34,12 @@ Read = Callable[[], Stored]
 
 
 def test_exported_members() -> None:
-    assert sorted(module.__all__) == ["CUSTOM_EVENT", "LedgerCallbackHandler", "SupportsLog"]
+    assert sorted(module.__all__) == [
+        "CUSTOM_EVENT",
+        "LedgerCallbackHandler",
+        "SupportsLog",
+        "instrument",
+    ]
     for name in module.__all__:
         assert hasattr(module, name)
 
@@ -288,8 +293,8 @@ def test_a_failing_ledger_never_breaks_the_run(caplog: pytest.LogCaptureFixture)
     assert any("agentledger internal error" in r.getMessage() for r in caplog.records)
 
 
-def test_max_runs_caps_open_runs(ledger: Ledger) -> None:
-    handler = LedgerCallbackHandler(ledger, max_runs=5)
+def test_max_scopes_caps_open_runs(ledger: Ledger) -> None:
+    handler = LedgerCallbackHandler(ledger, max_scopes=5)
     import uuid
 
     for _ in range(20):  # starts whose ends never come (e.g. abandoned streams)

@@ -1,4 +1,4 @@
-"""An offline, scripted ``livekit.agents.llm.LLM`` (recipe: shared/docs/frameworks.md §3).
+"""An offline, scripted ``livekit.agents.llm.LLM``.
 
 Each call to ``chat()`` plays the next scripted reply: text, tool calls and a usage chunk,
 streamed with a short pause between chunks as a real provider would. No network, no STT, TTS,

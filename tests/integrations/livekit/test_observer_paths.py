@@ -261,7 +261,13 @@ async def test_one_observer_for_two_sessions_in_turn(ledger: Ledger, stored: Sto
 def test_exported_members() -> None:
     import agentledger.integrations.livekit as module
 
-    assert sorted(module.__all__) == ["LEVELS", "LedgerSessionObserver", "Level", "SupportsLog"]
+    assert sorted(module.__all__) == [
+        "LEVELS",
+        "LedgerSessionObserver",
+        "Level",
+        "SupportsLog",
+        "instrument",
+    ]
     public = {n for n in vars(module) if not n.startswith("_") and n not in {"annotations"}}
     defined_here = {
         n for n in public if getattr(getattr(module, n), "__module__", None) == module.__name__

@@ -7,8 +7,8 @@ from livekit.agents import llm
 from livekit.agents.metrics import LLMMetrics
 from livekit.agents.metrics.base import Metadata
 
-from agentledger.integrations._livekit_state import Capped
-from agentledger.integrations._livekit_values import (
+from agentledger.integrations.livekit._state import Capped
+from agentledger.integrations.livekit._values import (
     MESSAGE_TAIL,
     args_object,
     message_latency,

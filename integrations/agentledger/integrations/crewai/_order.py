@@ -1,7 +1,7 @@
 """Deliver CrewAI events to the listener causes first: a start before its end and children.
 
-CrewAI runs sync handlers on a 10-thread pool, so they start in no particular order
-(``shared/docs/frameworks.md`` §2): a model call's end can reach the listener before its
+CrewAI runs sync handlers on a 10-thread pool, so they start in no particular order: a model
+call's end can reach the listener before its
 start, a tool call before the agent step around it. CrewAI stamps each event, at emit time,
 with the start it closes (``started_event_id``) or the start of its enclosing scope
 (``parent_event_id``). The :class:`Sequencer` delivers an event only after that event has been
@@ -26,7 +26,7 @@ thread holding it processes every event in the inbox. Up to 10 pool threads call
 listener at once therefore never queue up on a lock (a convoy that cost more CPU than the
 mapping itself).
 
-Memory is bounded (style.md point 10): ``max_seen`` delivered ids are remembered (LRU) and at
+Memory is bounded: ``max_seen`` delivered ids are remembered (LRU) and at
 most ``max_held`` events wait; beyond it the oldest waiting group is delivered at once.
 """
 
@@ -37,6 +37,8 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
+
+from agentledger.integrations._shared import InvalidOptionError
 
 __all__ = ["Sequencer"]
 
@@ -62,7 +64,7 @@ class Sequencer:
         self, deliver: Deliver, *, max_seen: int, max_held: int, max_wait_s: float
     ) -> None:
         if max_seen < 1 or max_held < 1 or max_wait_s <= 0:
-            raise ValueError("max_seen and max_held must be >= 1 and max_wait_s > 0")
+            raise InvalidOptionError("max_seen and max_held must be >= 1 and max_wait_s > 0")
         self._deliver = deliver
         self._max_seen = max_seen
         self._max_held = max_held

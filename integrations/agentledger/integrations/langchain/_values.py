@@ -1,8 +1,7 @@
 """Turn LangChain values into small, JSON-ready data for event ``data`` fields.
 
-Rules come from ``shared/docs/event-vocabulary.md`` ("values are sanitized, never dropped") and
-field cases H06 (odd Python values) and H12 (message objects become nested objects, not escaped
-strings):
+Rules follow the event vocabulary (values are sanitized, never dropped) and field cases H06
+(odd Python values) and H12 (message objects become nested objects, not escaped strings):
 
 * LangChain messages become ``{"role", "content", ...}`` objects (tool calls as objects);
   documents become ``{"id", "text", "metadata"}``.

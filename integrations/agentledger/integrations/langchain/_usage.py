@@ -3,7 +3,8 @@
 Usage is read from ``generation.message.usage_metadata`` first (LangChain's normalized
 ``UsageMetadata``, where ``input_tokens`` already includes cache reads and writes), and from the
 legacy, provider-specific ``LLMResult.llm_output`` only when no message carries it (field case
-H16). Unknown usage is ``None``, never 0 (field case H05; event-vocabulary.md, token usage).
+H16). Unknown usage is ``None``, never 0 (field case H05; the token-usage rule of
+:mod:`agentledger.protocol.vocabulary`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-handler run state: ``run_id -> Run``, bounded and thread-safe (style.md point 10).
+"""Per-handler run state: ``run_id -> Run``, bounded and thread-safe.
 
 A :class:`Run` remembers the event id of its start event so that its end/error event, and the
 start events of its child runs, can name it as ``parent_id``. Runs are removed when they end or
@@ -16,6 +16,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
+
+from agentledger.integrations._shared import InvalidOptionError
 
 __all__ = ["MAX_LINKS", "Run", "RunTable", "Trace"]
 
@@ -61,14 +63,14 @@ class RunTable:
     """A bounded, thread-safe ``run_id -> Run`` map.
 
     Args:
-        max_runs: entries kept at most; adding one more evicts the oldest (counted in
+        max_scopes: entries kept at most; adding one more evicts the oldest (counted in
             :attr:`evicted`).
     """
 
-    def __init__(self, max_runs: int) -> None:
-        if max_runs < 1:
-            raise ValueError("max_runs must be >= 1")
-        self._max_runs = max_runs
+    def __init__(self, max_scopes: int) -> None:
+        if max_scopes < 1:
+            raise InvalidOptionError("max_scopes must be >= 1")
+        self._max_runs = max_scopes
         self._runs: dict[UUID, Run] = {}
         self._lock = threading.Lock()
         self.evicted = 0

@@ -5,7 +5,7 @@ Gemini and LiteLLM spellings). :func:`token_usage` folds those aliases the way C
 normalizer does (``crewai.types.usage_metrics.UsageMetrics.from_provider_dict``, crewai 1.15:
 same keys, same reconciliation of raw Anthropic usage whose cache counters are apart from
 ``input_tokens``; a test checks the two agree) without building a pydantic model per call,
-and re-keys the result to ``data.token_usage`` (``shared/docs/event-vocabulary.md``):
+and re-keys the result to ``data.token_usage`` (:mod:`agentledger.protocol.vocabulary`):
 ``input_tokens`` *includes* ``cache_read_tokens`` and ``cache_write_tokens``. A counter the
 provider did not report is ``None``, never 0.
 

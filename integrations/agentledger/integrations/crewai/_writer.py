@@ -16,7 +16,7 @@ CrewAI's own ids.
 Sessions follow the parent: an event goes to its listener's fixed session, else to its logged
 parent's session, else (a root) to a session derived from its own CrewAI id.
 
-Both maps are bounded (style.md point 10): ``max_known`` remembered starts (LRU) and
+Both maps are bounded: ``max_known`` remembered starts (LRU) and
 ``max_pending`` held events (the oldest is released as a root beyond it).
 """
 
@@ -30,6 +30,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from agentledger.integrations._shared import InvalidOptionError, TimedLedgerLike
 
 __all__ = ["EVENT_ID_NAMESPACE", "LedgerWriter", "SupportsLedger", "ledger_event_id"]
 
@@ -55,29 +57,13 @@ def session_of(root_crewai_id: str) -> str:
     return str(uuid.uuid5(EVENT_ID_NAMESPACE, f"crewai-session:{root_crewai_id}"))
 
 
-class _HasEventId(Protocol):
-    @property
-    def event_id(self) -> str: ...
-
-
-class SupportsLedger(Protocol):
+class SupportsLedger(TimedLedgerLike, Protocol):
     """What the listener needs from a ledger: :class:`agentledger.client.Ledger`.
 
-    ``log`` must not block and must return at once an object with the new ``event_id``; it
+    ``log`` (``log(event, data, *, session_id, parent_id, metadata, timestamp)``) must not block; it
     may also accept ``event_id=`` (a caller-chosen UUID string), which the writer then uses.
     ``flush`` waits up to ``timeout_s`` seconds.
     """
-
-    def log(
-        self,
-        event: str,
-        data: Any = ...,
-        *,
-        session_id: str | None = ...,
-        parent_id: Any = ...,
-        metadata: Mapping[str, Any] | None = ...,
-        timestamp: dt.datetime | str | float | None = ...,
-    ) -> _HasEventId: ...
 
     def flush(self, timeout_s: float | None = ...) -> object: ...
 
@@ -134,7 +120,7 @@ class LedgerWriter:
         max_pending: int,
     ) -> None:
         if max_known < 1 or max_pending < 1:
-            raise ValueError("max_known and max_pending must be at least 1")
+            raise InvalidOptionError("max_known and max_pending must be at least 1")
         self._ledger = ledger
         self._session_id = session_id
         self._metadata = dict(metadata) if metadata else None

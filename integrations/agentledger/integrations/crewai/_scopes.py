@@ -7,7 +7,7 @@ accumulator, whether the scope belongs to an instrumented crew, and the names us
 the closing event. Parent *links* never depend on this table: they are derived from CrewAI's
 ids, so they stay right whatever order the handlers run in.
 
-The table is capped (style.md point 10): a scope that never closes (a run that died, a paused
+The table is capped: a scope that never closes (a run that died, a paused
 flow) is evicted oldest-first beyond ``max_scopes`` and counted.
 """
 
@@ -19,7 +19,8 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from agentledger.integrations._crewai_usage import Rollup
+from agentledger.integrations._shared import InvalidOptionError
+from agentledger.integrations.crewai._usage import Rollup
 
 __all__ = ["Scope", "ScopeTable"]
 
@@ -68,7 +69,7 @@ class ScopeTable:
 
     def __init__(self, max_scopes: int) -> None:
         if max_scopes < 1:
-            raise ValueError("max_scopes must be at least 1")
+            raise InvalidOptionError("max_scopes must be at least 1")
         self._max = max_scopes
         self._lock = threading.Lock()
         self._scopes: OrderedDict[str, Scope] = OrderedDict()

@@ -1,168 +1,33 @@
-"""CrewAI event -> agentledger vocabulary: which events map, to what, with which ``data``.
-
-Every rule is keyed by CrewAI's event ``type`` string (``crewai.events.types.*``; crewai 1.15,
-``shared/docs/frameworks.md`` §2). A rule has a *role*:
-
-* ``START``: a CrewAI scope-starting event (``crewai.events.event_context.
-  SCOPE_STARTING_EVENTS``); its ledger parent is CrewAI's ``parent_event_id``.
-* ``END``: a scope-ending event (``SCOPE_ENDING_EVENTS``); its ledger parent is the starting
-  event (``started_event_id``, or ``call_id`` for model calls).
-* ``POINT``: an event inside a scope that opens nothing (e.g. a tool-selection error).
-
-Specific rules cover crews, tasks, agents, flows, model calls, tool use, memory and knowledge;
-every other scope CrewAI knows (guardrails, MCP, A2A, reasoning, evaluation...) gets a generic
-``step_start`` / ``step_end`` / ``step_error`` rule, so any CrewAI ``parent_event_id`` names an
-event the listener logs.
+"""Builders of the CrewAI events mapped one by one: crews, tasks, agents, flows, model calls,
+tool use, memory and knowledge.
 
 Builders only read the event (never the live objects' mutable state beyond names and ids) and
-return plain JSON-able ``data``; strings are cut to ``max_chars`` with the client's marker.
+return plain JSON-able ``data``; :data:`SPECIFIC` is their rule table.
 """
 
 from __future__ import annotations
 
 import contextlib
-import enum
-import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Final
 
-from crewai.events.event_context import (
-    SCOPE_ENDING_EVENTS,
-    SCOPE_STARTING_EVENTS,
-    VALID_EVENT_PAIRS,
+from agentledger.integrations._shared import tool_names
+from agentledger.integrations.crewai._usage import token_usage
+from agentledger.integrations.crewai._values import (
+    Builder,
+    Out,
+    Role,
+    Rule,
+    as_json,
+    chat_messages,
+    cut,
+    error_type,
+    parse_tool_args,
+    raw_output,
 )
+from agentledger.protocol import vocabulary as v
 
-from agentledger.client import vocabulary as v
-from agentledger.client._sanitize import cut_string, jsonable
-
-__all__ = ["RULES", "Out", "Role", "Rule", "parse_tool_args"]
-
-
-class Role(enum.Enum):
-    """Where a CrewAI event sits in its scope."""
-
-    START = "start"
-    END = "end"
-    POINT = "point"
-
-
-@dataclass(frozen=True, slots=True)
-class Out:
-    """One ledger event built from a CrewAI event.
-
-    Attributes:
-        event: vocabulary event type.
-        data: the event's ``data`` object.
-        suffix: ``""`` for the main event; a distinct label for an extra event built from the
-            same CrewAI event (its id is derived from the CrewAI id plus this label).
-    """
-
-    event: str
-    data: dict[str, Any]
-    suffix: str = ""
-
-
-Builder = Callable[[Any, Any, int], list[Out]]
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """How one CrewAI event type maps.
-
-    Attributes:
-        role: start, end or point.
-        kind: the scope kind (``crew``, ``task``, ``agent``, ``flow``, ``llm``, ``tool``...).
-        build: ``(source, event, max_chars) -> [Out, ...]``.
-        rollup: task and crew scopes sum the token usage of the model calls below them.
-    """
-
-    role: Role
-    kind: str
-    build: Builder
-    rollup: bool = False
-
-
-def _cut(value: Any, max_chars: int) -> str | None:
-    if value is None:
-        return None
-    return cut_string(value if isinstance(value, str) else str(value), max_chars)
-
-
-def _json(value: Any, max_chars: int) -> Any:
-    return jsonable(value, max_string_chars=max_chars)
-
-
-def _error_type(error: Any, default: str) -> str:
-    if isinstance(error, BaseException):
-        return type(error).__name__
-    return default
-
-
-def _raw_output(output: Any, max_chars: int) -> dict[str, Any]:
-    """``TaskOutput`` / ``CrewOutput`` -> ``{"raw", "json"?}``; anything else as JSON."""
-    raw = getattr(output, "raw", None)
-    if raw is None:
-        return {"raw": _json(output, max_chars)}
-    out: dict[str, Any] = {"raw": _cut(raw, max_chars)}
-    json_dict = getattr(output, "json_dict", None)
-    if json_dict:
-        out["json"] = _json(json_dict, max_chars)
-    return out
-
-
-def _tool_names(tools: Any) -> list[str] | None:
-    if not isinstance(tools, Sequence) or isinstance(tools, str):
-        return None
-    names: list[str] = []
-    for tool in tools:
-        if isinstance(tool, Mapping):
-            function = tool.get("function")
-            name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
-        else:
-            name = getattr(tool, "name", None)
-        if isinstance(name, str):
-            names.append(name)
-    return names
-
-
-def parse_tool_args(args: Any, max_chars: int) -> dict[str, Any]:
-    """CrewAI's tool input (a dict, or the model's JSON text) -> a JSON object (field case H04).
-
-    A string that is not a JSON object is kept whole as ``{"input": text}``.
-    """
-    if isinstance(args, str):
-        text = args.strip()
-        try:
-            parsed = json.loads(text) if text else {}
-        except ValueError:
-            return {"input": _cut(args, max_chars)}
-        args = parsed
-    if isinstance(args, Mapping):
-        converted = _json(dict(args), max_chars)
-        return converted if isinstance(converted, dict) else {"input": converted}
-    return {"input": _json(args, max_chars)}
-
-
-def _messages(messages: Any, max_chars: int) -> Any:
-    if isinstance(messages, str):
-        return [{"role": "user", "content": _cut(messages, max_chars)}]
-    if not isinstance(messages, Sequence):
-        return _json(messages, max_chars)
-    out: list[Any] = []
-    for message in messages:
-        if isinstance(message, Mapping):
-            item = {
-                "role": message.get("role"),
-                "content": _json(message.get("content"), max_chars),
-            }
-            for key in ("tool_calls", "tool_call_id", "name"):
-                if message.get(key) is not None:
-                    item[key] = _json(message[key], max_chars)
-            out.append(item)
-        else:
-            out.append(_json(message, max_chars))
-    return out
+__all__ = ["SPECIFIC"]
 
 
 # --- crew ---------------------------------------------------------------------------------
@@ -177,7 +42,7 @@ def _crew_start(source: Any, event: Any, max_chars: int) -> list[Out]:
     data: dict[str, Any] = {
         "name": _crew_name(source, event),
         "kind": "crew",
-        "inputs": _json(getattr(event, "inputs", None), max_chars),
+        "inputs": as_json(getattr(event, "inputs", None), max_chars),
     }
     crew_id = getattr(source, "id", None)
     if crew_id is not None:
@@ -192,7 +57,7 @@ def _crew_end(source: Any, event: Any, max_chars: int) -> list[Out]:
     data = {
         "name": _crew_name(source, event),
         "kind": "crew",
-        "outputs": _raw_output(getattr(event, "output", None), max_chars),
+        "outputs": raw_output(getattr(event, "output", None), max_chars),
         # CrewAI's own figure (lifetime counters of the crew's LLM objects), for comparison.
         "crewai_total_tokens": getattr(event, "total_tokens", None),
     }
@@ -204,8 +69,8 @@ def _crew_failed(source: Any, event: Any, max_chars: int) -> list[Out]:
     data = {
         "name": _crew_name(source, event),
         "kind": "crew",
-        "error": _cut(error, max_chars),
-        "type": _error_type(error, "CrewKickoffFailed"),
+        "error": cut(error, max_chars),
+        "type": error_type(error, "CrewKickoffFailed"),
     }
     return [Out(v.STEP_ERROR, data)]
 
@@ -222,7 +87,7 @@ def _task_name(task: Any, event: Any, max_chars: int) -> str:
     name = getattr(task, "name", None) or getattr(event, "task_name", None)
     if not name:
         name = getattr(task, "description", None) or "task"
-    return _cut(name, min(max_chars, 200)) or "task"
+    return cut(name, min(max_chars, 200)) or "task"
 
 
 def _task_ids(task: Any) -> dict[str, Any]:
@@ -237,10 +102,10 @@ def _task_start(source: Any, event: Any, max_chars: int) -> list[Out]:
         "name": _task_name(task, event, max_chars),
         "kind": "task",
         **_task_ids(task),
-        "description": _cut(getattr(task, "description", None), max_chars),
-        "expected_output": _cut(getattr(task, "expected_output", None), max_chars),
+        "description": cut(getattr(task, "description", None), max_chars),
+        "expected_output": cut(getattr(task, "expected_output", None), max_chars),
         "agent_role": getattr(agent, "role", None),
-        "inputs": {"context": _cut(getattr(event, "context", None), max_chars)},
+        "inputs": {"context": cut(getattr(event, "context", None), max_chars)},
     }
     return [Out(v.STEP_START, data)]
 
@@ -251,7 +116,7 @@ def _task_end(source: Any, event: Any, max_chars: int) -> list[Out]:
         "name": _task_name(task, event, max_chars),
         "kind": "task",
         **_task_ids(task),
-        "outputs": _raw_output(getattr(event, "output", None), max_chars),
+        "outputs": raw_output(getattr(event, "output", None), max_chars),
     }
     return [Out(v.STEP_END, data)]
 
@@ -263,7 +128,7 @@ def _task_failed(source: Any, event: Any, max_chars: int) -> list[Out]:
         "name": _task_name(task, event, max_chars),
         "kind": "task",
         **_task_ids(task),
-        "error": _cut(getattr(event, "error", None), max_chars),
+        "error": cut(getattr(event, "error", None), max_chars),
         "type": getattr(error_type, "__name__", None) or "TaskFailed",
     }
     return [Out(v.STEP_ERROR, data)]
@@ -297,12 +162,12 @@ def _agent_start(source: Any, event: Any, max_chars: int) -> list[Out]:
     task = getattr(event, "task", None)
     data.update(
         {
-            "goal": _cut(getattr(agent, "goal", None), max_chars),
-            "tools": _tool_names(getattr(event, "tools", None)),
+            "goal": cut(getattr(agent, "goal", None), max_chars),
+            "tools": tool_names(getattr(event, "tools", None)),
             **_task_ids(task),
             "inputs": {
-                "task_prompt": _cut(getattr(event, "task_prompt", None), max_chars),
-                "messages": _messages(getattr(event, "messages", None), max_chars)
+                "task_prompt": cut(getattr(event, "task_prompt", None), max_chars),
+                "messages": chat_messages(getattr(event, "messages", None), max_chars)
                 if getattr(event, "messages", None) is not None
                 else None,
             },
@@ -313,15 +178,15 @@ def _agent_start(source: Any, event: Any, max_chars: int) -> list[Out]:
 
 def _agent_end(source: Any, event: Any, max_chars: int) -> list[Out]:
     data = _agent_fields(source, event)
-    data["outputs"] = {"raw": _cut(getattr(event, "output", None), max_chars)}
+    data["outputs"] = {"raw": cut(getattr(event, "output", None), max_chars)}
     return [Out(v.STEP_END, data)]
 
 
 def _agent_error(source: Any, event: Any, max_chars: int) -> list[Out]:
     data = _agent_fields(source, event)
     error = getattr(event, "error", None)
-    data["error"] = _cut(error, max_chars)
-    data["type"] = _error_type(error, "AgentExecutionError")
+    data["error"] = cut(error, max_chars)
+    data["type"] = error_type(error, "AgentExecutionError")
     return [Out(v.STEP_ERROR, data)]
 
 
@@ -332,7 +197,7 @@ def _flow_start(source: Any, event: Any, max_chars: int) -> list[Out]:
     data = {
         "name": str(getattr(event, "flow_name", None) or "flow"),
         "kind": "flow",
-        "inputs": _json(getattr(event, "inputs", None), max_chars),
+        "inputs": as_json(getattr(event, "inputs", None), max_chars),
     }
     return [Out(v.STEP_START, data)]
 
@@ -341,7 +206,7 @@ def _flow_end(source: Any, event: Any, max_chars: int) -> list[Out]:
     data = {
         "name": str(getattr(event, "flow_name", None) or "flow"),
         "kind": "flow",
-        "outputs": _json(getattr(event, "result", None), max_chars),
+        "outputs": as_json(getattr(event, "result", None), max_chars),
     }
     return [Out(v.STEP_END, data)]
 
@@ -355,7 +220,7 @@ def _method_start(source: Any, event: Any, max_chars: int) -> list[Out]:
         "name": _method_name(event),
         "kind": "flow_method",
         "flow": getattr(event, "flow_name", None),
-        "inputs": _json(getattr(event, "params", None), max_chars),
+        "inputs": as_json(getattr(event, "params", None), max_chars),
     }
     return [Out(v.STEP_START, data)]
 
@@ -365,14 +230,14 @@ def _method_end(source: Any, event: Any, max_chars: int) -> list[Out]:
         "name": _method_name(event),
         "kind": "flow_method",
         "flow": getattr(event, "flow_name", None),
-        "outputs": _json(getattr(event, "result", None), max_chars),
+        "outputs": as_json(getattr(event, "result", None), max_chars),
     }
     return [Out(v.STEP_END, data)]
 
 
 def _paused(source: Any, event: Any, max_chars: int) -> list[Out]:
     data = {
-        "reason": _cut(getattr(event, "message", None), max_chars) or "paused",
+        "reason": cut(getattr(event, "message", None), max_chars) or "paused",
         "name": getattr(event, "method_name", None) or getattr(event, "flow_name", None),
         "flow_id": getattr(event, "flow_id", None),
     }
@@ -385,9 +250,9 @@ def _paused(source: Any, event: Any, max_chars: int) -> list[Out]:
 def _llm_start(source: Any, event: Any, max_chars: int) -> list[Out]:
     data: dict[str, Any] = {
         "model": getattr(event, "model", None),
-        "messages": _messages(getattr(event, "messages", None), max_chars),
+        "messages": chat_messages(getattr(event, "messages", None), max_chars),
         "provider": getattr(source, "provider", None),
-        "tools": _tool_names(getattr(event, "tools", None)),
+        "tools": tool_names(getattr(event, "tools", None)),
         "invocation_params": {
             key: getattr(event, key, None)
             for key in ("temperature", "top_p", "max_tokens", "stream", "seed", "stop_sequences")
@@ -399,17 +264,15 @@ def _llm_start(source: Any, event: Any, max_chars: int) -> list[Out]:
 
 
 def _llm_end(source: Any, event: Any, max_chars: int) -> list[Out]:
-    from agentledger.integrations._crewai_usage import token_usage
-
     response = getattr(event, "response", None)
     data: dict[str, Any] = {"model": getattr(event, "model", None)}
     if isinstance(response, str):
-        data["text"] = _cut(response, max_chars)
+        data["text"] = cut(response, max_chars)
     elif isinstance(response, list):
         data["text"] = None
-        data["tool_calls"] = _json(response, max_chars)
+        data["tool_calls"] = as_json(response, max_chars)
     else:
-        data["text"] = None if response is None else _json(response, max_chars)
+        data["text"] = None if response is None else as_json(response, max_chars)
     data["token_usage"] = token_usage(getattr(event, "usage", None), data["model"])
     call_type = getattr(event, "call_type", None)
     data["call_type"] = getattr(call_type, "value", call_type)
@@ -423,8 +286,8 @@ def _llm_end(source: Any, event: Any, max_chars: int) -> list[Out]:
 def _llm_failed(source: Any, event: Any, max_chars: int) -> list[Out]:
     error = getattr(event, "error", None)
     data = {
-        "error": _cut(error, max_chars),
-        "type": _error_type(error, "LLMCallFailed"),
+        "error": cut(error, max_chars),
+        "type": error_type(error, "LLMCallFailed"),
         "model": getattr(event, "model", None),
         "call_id": getattr(event, "call_id", None),
     }
@@ -464,11 +327,11 @@ def _tool_finished(source: Any, event: Any, max_chars: int) -> list[Out]:
     failure = getattr(event, "failure", None)
     if failure is not None:
         # The tool returned but says it failed: an error like a raised one (field case H22).
-        data["error"] = _cut(getattr(failure, "message", None) or failure, max_chars)
+        data["error"] = cut(getattr(failure, "message", None) or failure, max_chars)
         data["type"] = "ToolFailure"
-        data["result"] = _json(getattr(event, "output", None), max_chars)
+        data["result"] = as_json(getattr(event, "output", None), max_chars)
         return [Out(v.TOOL_ERROR, data)]
-    data["result"] = _json(getattr(event, "output", None), max_chars)
+    data["result"] = as_json(getattr(event, "output", None), max_chars)
     data["status"] = "ok"
     return [Out(v.TOOL_RESULT, data)]
 
@@ -476,8 +339,8 @@ def _tool_finished(source: Any, event: Any, max_chars: int) -> list[Out]:
 def _tool_error(source: Any, event: Any, max_chars: int) -> list[Out]:
     data = _tool_fields(event)
     error = getattr(event, "error", None)
-    data["error"] = _cut(error, max_chars)
-    data["type"] = _error_type(error, "ToolUsageError")
+    data["error"] = cut(error, max_chars)
+    data["type"] = error_type(error, "ToolUsageError")
     return [Out(v.TOOL_ERROR, data)]
 
 
@@ -486,8 +349,8 @@ def _tool_point_error(default_type: str) -> Builder:
         data = _tool_fields(event)
         data["args"] = parse_tool_args(getattr(event, "tool_args", None), max_chars)
         error = getattr(event, "error", None)
-        data["error"] = _cut(error, max_chars)
-        data["type"] = _error_type(error, default_type)
+        data["error"] = cut(error, max_chars)
+        data["type"] = error_type(error, default_type)
         return [Out(v.TOOL_ERROR, data)]
 
     return build
@@ -501,7 +364,7 @@ def _memory_query_start(source: Any, event: Any, max_chars: int) -> list[Out]:
         "name": "memory_query",
         "kind": "memory",
         "inputs": {
-            "query": _cut(getattr(event, "query", None), max_chars),
+            "query": cut(getattr(event, "query", None), max_chars),
             "limit": getattr(event, "limit", None),
             "score_threshold": getattr(event, "score_threshold", None),
         },
@@ -510,7 +373,7 @@ def _memory_query_start(source: Any, event: Any, max_chars: int) -> list[Out]:
 
 
 def _memory_query_end(source: Any, event: Any, max_chars: int) -> list[Out]:
-    results = _json(getattr(event, "results", None), max_chars)
+    results = as_json(getattr(event, "results", None), max_chars)
     end = {
         "name": "memory_query",
         "kind": "memory",
@@ -518,7 +381,7 @@ def _memory_query_end(source: Any, event: Any, max_chars: int) -> list[Out]:
     }
     documents = results if isinstance(results, list) else [results]
     retrieval = {
-        "query": _cut(getattr(event, "query", None), max_chars),
+        "query": cut(getattr(event, "query", None), max_chars),
         "documents": documents,
         "source": "crewai_memory",
     }
@@ -531,96 +394,20 @@ def _knowledge_end(source: Any, event: Any, max_chars: int) -> list[Out]:
     end = {
         "name": name,
         "kind": "knowledge",
-        "outputs": {"retrieved": _cut(text, max_chars)} if text is not None else None,
+        "outputs": {"retrieved": cut(text, max_chars)} if text is not None else None,
     }
     if text is None:
         return [Out(v.STEP_END, end)]
     retrieval = {
-        "query": _cut(getattr(event, "query", None), max_chars),
-        "documents": [{"text": _cut(text, max_chars)}],
+        "query": cut(getattr(event, "query", None), max_chars),
+        "documents": [{"text": cut(text, max_chars)}],
         "source": "crewai_knowledge",
     }
     return [Out(v.RETRIEVAL, retrieval, "retrieval"), Out(v.STEP_END, end)]
 
 
-# --- generic scopes -----------------------------------------------------------------------
-
-_KIND_PREFIXES: Final[tuple[tuple[str, str], ...]] = (
-    ("crew_", "crew"),
-    ("lite_agent_", "agent"),
-    ("agent_evaluation", "evaluation"),
-    ("agent_reasoning", "reasoning"),
-    ("llm_guardrail", "guardrail"),
-    ("mcp_", "mcp"),
-    ("memory_", "memory"),
-    ("knowledge_", "knowledge"),
-    ("a2a_", "a2a"),
-    ("method_execution", "flow_method"),
-    ("flow_", "flow"),
-)
-
-_END_SUFFIXES: Final[tuple[tuple[str, str], ...]] = (
-    ("_completed", v.STEP_END),
-    ("_finished", v.STEP_END),
-    ("_failed", v.STEP_ERROR),
-    ("_error", v.STEP_ERROR),
-    ("_canceled", v.INTERRUPTED),
-    ("_paused", v.INTERRUPTED),
-)
-
-
-def _generic_kind(event_type: str) -> str:
-    for prefix, kind in _KIND_PREFIXES:
-        if event_type.startswith(prefix):
-            return kind
-    return event_type.split("_", 1)[0]
-
-
-def _base_name(event_type: str) -> str:
-    for suffix in ("_started", *(s for s, _ in _END_SUFFIXES)):
-        if event_type.endswith(suffix):
-            return event_type.removesuffix(suffix)
-    return event_type
-
-
-def _generic_name(event: Any, event_type: str) -> str:
-    for attr in ("method_name", "flow_name", "tool_name", "server_name", "crew_name"):
-        value = getattr(event, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    return _base_name(event_type)
-
-
-def _generic_start(event_type: str) -> Builder:
-    kind = _generic_kind(event_type)
-
-    def build(source: Any, event: Any, max_chars: int) -> list[Out]:
-        return [Out(v.STEP_START, {"name": _generic_name(event, event_type), "kind": kind})]
-
-    return build
-
-
-def _generic_end(event_type: str) -> Builder:
-    kind = _generic_kind(event_type)
-    outcome = next((t for s, t in _END_SUFFIXES if event_type.endswith(s)), v.STEP_END)
-
-    def build(source: Any, event: Any, max_chars: int) -> list[Out]:
-        name = _generic_name(event, event_type)
-        error = getattr(event, "error", None)
-        if outcome == v.INTERRUPTED:
-            return [Out(v.INTERRUPTED, {"reason": event_type, "name": name})]
-        data: dict[str, Any] = {"name": name, "kind": kind}
-        if outcome == v.STEP_ERROR:
-            data["error"] = _cut(error, max_chars) or event_type
-            data["type"] = _error_type(error, event_type)
-        return [Out(outcome, data)]
-
-    return build
-
-
-# --- the table ----------------------------------------------------------------------------
-
-_SPECIFIC: Final[dict[str, Rule]] = {
+#: The specific rules, by CrewAI event ``type``.
+SPECIFIC: Final[dict[str, Rule]] = {
     "crew_kickoff_started": Rule(Role.START, "crew", _crew_start, rollup=True),
     "crew_kickoff_completed": Rule(Role.END, "crew", _crew_end),
     "crew_kickoff_failed": Rule(Role.END, "crew", _crew_failed),
@@ -655,19 +442,3 @@ _SPECIFIC: Final[dict[str, Rule]] = {
     "knowledge_query_completed": Rule(Role.END, "knowledge", _knowledge_end),
     "knowledge_search_query_completed": Rule(Role.END, "knowledge", _knowledge_end),
 }
-
-
-def _build_rules() -> dict[str, Rule]:
-    rules: dict[str, Rule] = {}
-    for event_type in SCOPE_STARTING_EVENTS:
-        rules[event_type] = Rule(Role.START, _generic_kind(event_type), _generic_start(event_type))
-    for event_type in SCOPE_ENDING_EVENTS:
-        if event_type in VALID_EVENT_PAIRS:
-            kind = _generic_kind(event_type)
-            rules[event_type] = Rule(Role.END, kind, _generic_end(event_type))
-    rules.update(_SPECIFIC)
-    return rules
-
-
-#: CrewAI event ``type`` -> rule, for every event the listener maps.
-RULES: Final[dict[str, Rule]] = _build_rules()

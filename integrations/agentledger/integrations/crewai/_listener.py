@@ -1,66 +1,6 @@
-"""CrewAI integration: one event-bus listener that logs a crew's causal tree.
+"""The CrewAI event-bus listener: maps each CrewAI event and hands it to the ledger writer.
 
-Usage (one line after building the crew)::
-
-    from agentledger.client import Ledger
-    from agentledger.integrations.crewai import instrument_crew
-
-    ledger = Ledger(url="http://127.0.0.1:8765", api_key="...", agent="research-crew")
-    with instrument_crew(crew, ledger):
-        result = crew.kickoff(inputs={"topic": "..."})
-
-Set ``CREWAI_DISABLE_TELEMETRY=true`` and ``OTEL_SDK_DISABLED=true`` (and
-``CREWAI_TRACING_ENABLED=false``) in the environment: otherwise CrewAI's own telemetry tries to
-reach its vendor's host and an offline process waits ~10 s at exit (``shared/docs/
-frameworks.md`` §2).
-
-CrewAI event -> ledger event (vocabulary: ``shared/docs/event-vocabulary.md``):
-
-=============================================  ==============================================
-CrewAI event                                   ledger event (parent)
-=============================================  ==============================================
-``crew_kickoff_started`` / ``_completed`` /    ``step_start kind=crew`` (inputs; a root) /
-``_failed``                                    ``step_end`` (output, ``rollup``) /
-                                               ``step_error`` (its ``step_start``)
-``task_started`` / ``_completed`` /            ``step_start kind=task`` (description, expected
-``_failed``                                    output, agent role) / ``step_end`` (output,
-                                               ``rollup``) / ``step_error``
-``agent_execution_*``, ``lite_agent_*``        ``step_start kind=agent`` / ``step_end`` /
-                                               ``step_error``
-``flow_*``, ``method_execution_*``             ``step_* kind=flow`` / ``kind=flow_method``;
-                                               ``*_paused`` -> ``interrupted``
-``llm_call_started`` / ``_completed`` /        ``llm_start`` (model, trimmed messages) /
-``_failed``                                    ``llm_end`` (text, ``token_usage``) /
-                                               ``llm_error``
-``tool_usage_started`` / ``_finished`` /       ``tool_call`` (tool, args as an object) /
-``_error``                                     ``tool_result`` (result, from_cache,
-                                               duration_ms) / ``tool_error``, per attempt
-``memory_query_*``, ``knowledge_*``            ``step_* kind=memory|knowledge`` plus a
-                                               ``retrieval`` event with the results
-any other CrewAI scope (guardrail, MCP, A2A,   ``step_start`` / ``step_end`` / ``step_error``
-reasoning, evaluation...)                      with ``kind`` from its name
-=============================================  ==============================================
-
-Ids and order. CrewAI runs sync handlers on a 10-thread pool, in no particular order. The
-listener's handlers are sync (an ``async def`` handler would cost a cross-thread hop per
-event) and deliver events causes first (``_crewai_order.Sequencer``): a scope's start before
-its children and its end. Links never depend on arrival order anyway: each ledger
-``parent_id`` comes from CrewAI's ``parent_event_id`` (the enclosing scope's start) or
-``started_event_id`` / ``call_id`` (the start an end event closes). When the ledger's ``log()``
-takes ``event_id=``, ledger ids are derived from CrewAI's (UUIDv5, :func:`ledger_event_id`).
-
-Token usage appears only on ``llm_end`` (``data.token_usage``). Task and crew closing events
-carry ``data.rollup = {"llm_calls", "llm_calls_without_usage", "token_usage"}``, the sum of the
-model calls below them: a separate, non-additive field (field case H13). A model call whose
-end is handled after its task's end (a race CrewAI's in-order thread pool makes rare) is
-missing from that roll-up and counted in :attr:`LedgerCrewListener.late_usage_events`.
-
-The listener never changes or breaks a run (field case H14): each handler body is guarded
-(:func:`agentledger.client.capture_internal_exceptions`) and counted in
-:attr:`LedgerCrewListener.internal_errors`; it never blocks (the ledger's ``log()`` only
-enqueues). :meth:`LedgerCrewListener.flush` / :meth:`~LedgerCrewListener.close` (and the exit
-hook) wait for CrewAI's pending handlers first (``crewai_event_bus.flush()``), then for the
-ledger.
+Event mapping, ids, ordering and roll-ups: ``docs/design/integrations-crewai.md``.
 """
 
 from __future__ import annotations
@@ -75,35 +15,21 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-try:
-    from crewai.events import BaseEventListener, crewai_event_bus
-    from crewai.events.base_events import BaseEvent
-    from crewai.events.event_bus import CrewAIEventsBus, is_replaying
-except ImportError as error:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "agentledger.integrations.crewai needs CrewAI: pip install 'agentledger[crewai]'"
-    ) from error
+from crewai.events import BaseEventListener, crewai_event_bus
+from crewai.events.base_events import BaseEvent
+from crewai.events.event_bus import CrewAIEventsBus, is_replaying
 
 from agentledger.client import capture_internal_exceptions
-from agentledger.client import vocabulary as v
-from agentledger.integrations._crewai_events import RULES, Out, Role, Rule
-from agentledger.integrations._crewai_order import Sequencer
-from agentledger.integrations._crewai_scopes import Scope, ScopeTable
-from agentledger.integrations._crewai_usage import Rollup
-from agentledger.integrations._crewai_writer import (
-    EVENT_ID_NAMESPACE,
-    LedgerWriter,
-    SupportsLedger,
-    ledger_event_id,
-)
+from agentledger.integrations._shared import InvalidOptionError, max_scopes_option
+from agentledger.integrations.crewai._events import RULES
+from agentledger.integrations.crewai._order import Sequencer
+from agentledger.integrations.crewai._scopes import Scope, ScopeTable
+from agentledger.integrations.crewai._usage import Rollup
+from agentledger.integrations.crewai._values import Out, Role, Rule
+from agentledger.integrations.crewai._writer import LedgerWriter, SupportsLedger
+from agentledger.protocol import vocabulary as v
 
-__all__ = [
-    "EVENT_ID_NAMESPACE",
-    "LedgerCrewListener",
-    "SupportsLedger",
-    "instrument_crew",
-    "ledger_event_id",
-]
+__all__ = ["LedgerCrewListener"]
 
 
 def _event_classes(types: frozenset[str]) -> list[type[BaseEvent]]:
@@ -130,7 +56,7 @@ def _event_classes(types: frozenset[str]) -> list[type[BaseEvent]]:
     return sorted(found.values(), key=lambda cls: cls.__qualname__)
 
 
-class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
+class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore]
     """Log CrewAI crews, tasks, agents, model calls and tool use to an agentledger ledger.
 
     Constructing it registers its handlers on CrewAI's global event bus
@@ -142,7 +68,8 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
         ledger: an :class:`agentledger.client.Ledger` (see :class:`SupportsLedger`).
         session_id: put every event into this session; default: one session per root (each
             crew kickoff), its id derived from the kickoff's CrewAI event id.
-        crew: only log runs of this ``crewai.Crew`` (what :func:`instrument_crew` passes).
+        crew: only log runs of this ``crewai.Crew`` (what ``instrument`` passes), or ``None``
+            for every crew and flow of the process.
         metadata: a JSON object attached as ``metadata`` to every event.
         max_field_chars: strings longer than this (characters) are cut with a marker naming
             the original size.
@@ -166,14 +93,15 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
         crew: Any = None,
         metadata: Mapping[str, Any] | None = None,
         max_field_chars: int = 4_000,
-        max_scopes: int = 10_000,
+        max_scopes: int | None = None,
         flush_timeout_s: float = 10.0,
         max_wait_s: float = 2.0,
     ) -> None:
         if max_field_chars < 1:
-            raise ValueError("max_field_chars must be >= 1")
+            raise InvalidOptionError("max_field_chars must be >= 1")
         if flush_timeout_s <= 0:
-            raise ValueError("flush_timeout_s must be > 0")
+            raise InvalidOptionError("flush_timeout_s must be > 0")
+        max_scopes = max_scopes_option(max_scopes)
         self._ledger = ledger
         self._writer = LedgerWriter(
             ledger,
@@ -345,7 +273,7 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
     # ----------------------------------------------------------------- mapping
 
     def _is_watched_kickoff(self, source: Any, event: BaseEvent) -> bool:
-        """Whether ``event`` starts a kickoff of the crew given to :func:`instrument_crew`."""
+        """Whether ``event`` starts a kickoff of the crew given to ``instrument``."""
         return (
             self._crew is not None
             and event.type == "crew_kickoff_started"
@@ -462,31 +390,3 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc]
                 suffix=out.suffix,
                 parent_key=parent,
             )
-
-
-def instrument_crew(
-    crew: Any,
-    ledger: SupportsLedger,
-    *,
-    session_id: str | None = None,
-    metadata: Mapping[str, Any] | None = None,
-    **options: Any,
-) -> LedgerCrewListener:
-    """Log every kickoff of ``crew`` to ``ledger``: the one-line integration.
-
-    Other crews running in the same process are not logged. Use the returned listener as a
-    context manager (or call ``close()``) to stop logging and flush.
-
-    Args:
-        crew: a ``crewai.Crew``.
-        ledger: an :class:`agentledger.client.Ledger`.
-        session_id: put every event into this session (default: one per kickoff).
-        metadata: a JSON object attached as ``metadata`` to every event.
-        **options: further :class:`LedgerCrewListener` arguments (``max_field_chars``...).
-
-    Returns:
-        The registered :class:`LedgerCrewListener`.
-    """
-    return LedgerCrewListener(
-        ledger, session_id=session_id, crew=crew, metadata=metadata, **options
-    )

@@ -3,8 +3,7 @@
 A LiveKit speech (``SpeechHandle``, id ``speech_…``) is one agent reply: one or more model
 requests with tool batches between them, then the spoken answer. State is kept per live
 speech and per running tool call, evicted when the speech is done or the call ended, and
-capped (oldest first) so a session that never closes cannot grow memory without bound
-(style.md point 10).
+capped (oldest first) so a session that never closes cannot grow memory without bound.
 """
 
 from __future__ import annotations
@@ -12,6 +11,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
+
+from agentledger.integrations._shared import InvalidOptionError
 
 __all__ = ["Call", "Capped", "Speech"]
 
@@ -91,7 +92,7 @@ class Capped(OrderedDict[_K, _V], Generic[_K, _V]):
     def __init__(self, limit: int) -> None:
         super().__init__()
         if limit < 1:
-            raise ValueError("limit must be >= 1")
+            raise InvalidOptionError("limit must be >= 1")
         self.limit = limit
 
     def __setitem__(self, key: _K, value: _V) -> None:

@@ -1,0 +1,180 @@
+"""State and plumbing shared by every hook of the LangChain handler.
+
+:class:`HandlerCore` holds the options, the run table and the counters, and logs one event under
+its trace's session; :func:`hook` guards a hook so nothing of ours raises into LangChain.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar, cast
+from uuid import UUID
+
+import uuid_utils
+from langchain_core.callbacks import BaseCallbackHandler
+
+from agentledger.client import capture_internal_exceptions
+from agentledger.integrations._shared import InvalidOptionError, LedgerLike, max_scopes_option
+from agentledger.integrations.langchain._runs import Run, RunTable, Trace
+from agentledger.integrations.langchain._values import to_data, trim
+from agentledger.protocol import vocabulary as v
+
+__all__ = ["HandlerCore", "elapsed_ms", "hook"]
+
+_F = TypeVar("_F", bound=Callable[..., None])
+
+
+def hook(fn: _F) -> _F:
+    """Guard a hook: our exceptions are logged and counted, never raised into LangChain."""
+    where = f"langchain.{fn.__name__}"
+
+    @functools.wraps(fn)
+    def wrapper(self: HandlerCore, *args: Any, **kwargs: Any) -> None:
+        try:
+            fn(self, *args, **kwargs)
+        except Exception:
+            self._count_internal_error()
+            with capture_internal_exceptions(where):
+                raise
+
+    return cast("_F", wrapper)
+
+
+def _new_session_id() -> str:
+    return str(uuid_utils.uuid7())
+
+
+def elapsed_ms(since_s: float) -> float:
+    return round((time.perf_counter() - since_s) * 1000.0, 3)
+
+
+def _is_langgraph_error(error: BaseException, name: str) -> bool:
+    """True when ``error`` is (a subclass of) LangGraph's exception class ``name``.
+
+    Checked by name along the MRO so this module does not import LangGraph.
+    """
+    return any(
+        cls.__name__ == name and cls.__module__.startswith("langgraph")
+        for cls in type(error).__mro__
+    )
+
+
+class HandlerCore(BaseCallbackHandler):
+    """Options, open runs and counters of a handler, and how it logs (no hooks here)."""
+
+    raise_error = False
+    run_inline = True
+
+    def __init__(
+        self,
+        ledger: LedgerLike,
+        *,
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        capture_tokens: bool = False,
+        max_field_chars: int = 4_000,
+        max_scopes: int | None = None,
+        max_runs: int | None = None,
+    ) -> None:
+        super().__init__()
+        if max_field_chars < 1:
+            raise InvalidOptionError("max_field_chars must be >= 1")
+        max_scopes = max_scopes_option(max_scopes, max_runs, stacklevel=3)
+        self._ledger = ledger
+        self._session_id = session_id
+        self._metadata = dict(metadata) if metadata else None
+        self._capture_tokens = capture_tokens
+        self._max_chars = max_field_chars
+        self._runs = RunTable(max_scopes)
+        self._errors_lock = threading.Lock()
+        self._internal_errors = 0
+
+    # ----------------------------------------------------------------- introspection
+
+    @property
+    def open_runs(self) -> int:
+        """Runs started and not yet ended (0 once every run finished; field case H11)."""
+        return len(self._runs)
+
+    @property
+    def evicted_runs(self) -> int:
+        """Open runs dropped because ``max_scopes`` was reached."""
+        return self._runs.evicted
+
+    @property
+    def internal_errors(self) -> int:
+        """Exceptions raised by this handler's own code and swallowed (logged on the
+        ``agentledger`` logger)."""
+        return self._internal_errors
+
+    def _count_internal_error(self) -> None:
+        with self._errors_lock:
+            self._internal_errors += 1
+
+    # ----------------------------------------------------------------- plumbing
+
+    def _log(self, event: str, data: dict[str, Any], trace: Trace, parent_id: str | None) -> str:
+        ref = self._ledger.log(
+            event,
+            data,
+            session_id=trace.session_id,
+            parent_id=parent_id,
+            metadata=self._metadata,
+        )
+        return ref.event_id
+
+    def _data(self, value: Any) -> Any:
+        return to_data(value, self._max_chars)
+
+    def _enclosing(
+        self, parent_run_id: UUID | None, metadata: Mapping[str, Any] | None
+    ) -> tuple[Trace, str | None, bool]:
+        """(trace, parent event id, is_root) for a run starting under ``parent_run_id``."""
+        parent = self._runs.get(parent_run_id)
+        if parent is not None:
+            return parent.trace, parent.event_id, False
+        session = self._session_id
+        if session is None and metadata:
+            thread_id = metadata.get("thread_id")
+            if isinstance(thread_id, str | int) and str(thread_id):
+                session = str(thread_id)
+        return Trace(session_id=session or _new_session_id()), None, True
+
+    def _close_with_error(self, run: Run, error: BaseException, error_event: str) -> None:
+        """Log the end of a failed run; LangGraph bubble-ups are not failures."""
+        if _is_langgraph_error(error, "GraphInterrupt"):
+            interrupts = error.args[0] if error.args else ()
+            if not isinstance(interrupts, Sequence):
+                interrupts = (interrupts,)
+            self._log(
+                v.INTERRUPTED,
+                {
+                    "reason": "interrupt",
+                    "name": run.name,
+                    "kind": run.kind,
+                    "interrupts": [
+                        {"id": getattr(i, "id", None), "value": self._data(getattr(i, "value", i))}
+                        for i in interrupts
+                    ],
+                },
+                run.trace,
+                run.event_id,
+            )
+            return
+        if _is_langgraph_error(error, "GraphBubbleUp"):  # e.g. ParentCommand: control flow
+            bubble = {"name": run.name, "kind": run.kind, "bubble_up": type(error).__name__}
+            self._log(v.STEP_END, bubble, run.trace, run.event_id)
+            return
+        data: dict[str, Any] = {
+            "error": trim(str(error), self._max_chars),
+            "type": type(error).__name__,
+            "duration_ms": elapsed_ms(run.started_s),
+        }
+        if error_event == v.TOOL_ERROR:
+            data.update(tool=run.name, call_id=run.call_id)
+        elif error_event == v.STEP_ERROR:
+            data.update(name=run.name, kind=run.kind)
+        self._log(error_event, data, run.trace, run.event_id)
