@@ -57,20 +57,10 @@ def _violations(path: Path, module: str) -> Iterator[str]:
         yield f"{path.relative_to(REPO).as_posix()}:{line}: {module} imports {dotted}"
 
 
-#: "importer imports dotted" pairs still waiting for a public name. Shrink, never grow.
-KNOWN: frozenset[str] = frozenset(
-    {
-    }
-)
-
-
 def test_source_packages_import_only_public_names_of_other_packages() -> None:
     """Layout rule: a private module is private to the package that holds it."""
     found = [v for m in source_modules() for v in _violations(m.path, m.name)]
-    new = [v for v in found if v.split(": ", 1)[1] not in KNOWN]
-    assert not new, "cross-package private imports:\n" + "\n".join(new)
-    stale = KNOWN - {v.split(": ", 1)[1] for v in found}
-    assert not stale, f"take these off KNOWN: {sorted(stale)}"
+    assert not found, "cross-package private imports:\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "examples").rglob("*.py")), ids=lambda p: p.name)
