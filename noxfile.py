@@ -26,11 +26,26 @@ def _pytest(session: nox.Session, *args: str) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff on everything, mypy --strict on the source roots."""
-    session.install("-e", MAIN_EXTRAS)
+    """The house rules: ruff (incl. the environment ban), mypy --strict, import contracts, the
+    generated sync client, the layout tests (private imports, module budget, public names,
+    exception root), references that resolve inside the repository, and the docs site."""
+    session.install("-e", MAIN_EXTRAS.replace("dev]", "dev,docs]"))
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", *SOURCES, "tests", "benchmarks", "examples")
     session.run("mypy", *SOURCES)
+    session.run("lint-imports")
+    session.run("python", "core_client/generate_sync.py", "--check")
+    _pytest(session, "tests/layout", "tests/test_doc_references.py")
+    session.run(
+        "mkdocs",
+        "build",
+        "--strict",
+        "--quiet",
+        "-f",
+        "docs/mkdocs.yml",
+        "-d",
+        session.create_tmp() + "/site",
+    )
 
 
 @nox.session(python=PYTHON)
@@ -56,6 +71,7 @@ def crewai(session: nox.Session) -> None:
         "CREWAI_DISABLE_TRACKING": "true",
     }
     os.environ.update(env)
+    session.run("mypy", "integrations/agentledger/integrations/crewai")
     _pytest(session, "tests/integrations/crewai")
 
 
@@ -63,4 +79,5 @@ def crewai(session: nox.Session) -> None:
 def livekit(session: nox.Session) -> None:
     """LiveKit Agents observer tests, in their own environment."""
     session.install("-e", ".[server,livekit,dev]")
+    session.run("mypy", "integrations/agentledger/integrations/livekit")
     _pytest(session, "tests/integrations/livekit")

@@ -37,7 +37,7 @@ import orjson
 import psutil
 
 from agentledger.client import Ledger
-from agentledger.integrations._embedded import EmbeddedServer, free_port
+from agentledger.testing import EmbeddedServer, free_port
 
 os.environ.setdefault("ZIZKADB_TELEMETRY", "false")
 os.environ.setdefault("ZIZKADB_QUIET", "1")

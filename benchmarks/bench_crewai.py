@@ -56,8 +56,8 @@ from crewai.llms.base_llm import llm_call_context  # noqa: E402
 from crewai.tools import tool  # noqa: E402
 
 from agentledger.client import Ledger  # noqa: E402
-from agentledger.integrations._embedded import EmbeddedServer  # noqa: E402
 from agentledger.integrations.crewai import LedgerCrewListener  # noqa: E402
+from agentledger.testing import EmbeddedServer  # noqa: E402
 
 USAGE = {"prompt_tokens": 150, "completion_tokens": 20, "cached_prompt_tokens": 100}
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from agentledger.integrations._embedded import EmbeddedServer
+from agentledger.testing import EmbeddedServer
 
 KEY = "bench-key"
 CHROMIUM = Path("/usr/bin/chromium")

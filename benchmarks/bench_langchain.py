@@ -46,8 +46,8 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
 
 from agentledger.client import Ledger
-from agentledger.integrations._embedded import EmbeddedServer
 from agentledger.integrations.langchain import LedgerCallbackHandler
+from agentledger.testing import EmbeddedServer
 
 # zizkadb-sdk otherwise pings its vendor at construction (wire-contract.md, "Testing").
 os.environ.setdefault("ZIZKADB_TELEMETRY", "false")

@@ -34,7 +34,7 @@ import orjson
 import psycopg
 from sqlalchemy.engine.url import make_url
 
-from agentledger.integrations._embedded import EmbeddedServer
+from agentledger.testing import EmbeddedServer
 
 KEY = "bench-key"
 BATCH = 500

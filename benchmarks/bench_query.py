@@ -35,7 +35,7 @@ from typing import Any
 import httpx
 import orjson
 
-from agentledger.integrations._embedded import EmbeddedServer
+from agentledger.testing import EmbeddedServer
 
 KEY = "bench-key"
 BATCH = 500

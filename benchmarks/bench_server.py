@@ -37,7 +37,7 @@ import orjson
 import psutil
 import uuid_utils
 
-from agentledger.integrations._embedded import EmbeddedServer
+from agentledger.testing import EmbeddedServer
 
 KEY = "bench-key"
 BATCH = 500
