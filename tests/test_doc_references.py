@@ -20,6 +20,7 @@ until it is taken off the list. See ``docs/pages/layout.md``.
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 from collections.abc import Iterator
@@ -36,7 +37,8 @@ SCANNED_FILES = ("README.md", "noxfile.py", "pyproject.toml")
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".yml", ".yaml", ".cfg", ".ini", ".txt", ".html", ".j2"}
 SKIPPED_PARTS = {"site", "__pycache__", "node_modules"}
 
-#: Files that still break a rule. Only shrinks: fix a file, then take it off this list.
+#: Files that still break a rule. Only shrinks: fix a file, then take it off this list. A file
+#: that moves with its broken references keeps its entry under its new path.
 PENDING: frozenset[str] = frozenset(
     {
         "benchmarks/bench_crewai.py",
@@ -223,6 +225,51 @@ def problems(rel: str, text: str, cases: set[str]) -> Iterator[str]:
                 yield f"{rel}:{_line(text, found.start())}: no such file {found.group(1)!r}"
 
 
+# -- examples in the README and docs import names that exist -----------------------------------
+
+SOURCE_ROOTS = ("core_client", "server", "integrations")
+PY_BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
+FROM_IMPORT = re.compile(r"^\s*from\s+(agentledger(?:\.\w+)+)\s+import\s+([\w ,]+)$", re.MULTILINE)
+
+
+def module_names(dotted: str) -> set[str] | None:
+    """Names a module of ours defines or re-exports (read, not imported: the framework of an
+    integration need not be installed), or None if no source root holds the module."""
+    rel = Path(*dotted.split("."))
+    for root in SOURCE_ROOTS:
+        for candidate in (REPO / root / rel.with_suffix(".py"), REPO / root / rel / "__init__.py"):
+            if candidate.is_file():
+                tree = ast.parse(candidate.read_text(encoding="utf-8"))
+                names = {p.name for p in (REPO / root / rel).glob("*") if p.suffix in {"", ".py"}}
+                names = {n.removesuffix(".py") for n in names}
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                        names.add(node.name)
+                    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                        names.add(node.id)
+                    elif isinstance(node, ast.alias):
+                        names.add(node.asname or node.name.split(".")[0])
+                    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                        names.add(node.value)  # __all__ entries and lazy __getattr__ tables
+                return names
+    return None
+
+
+def example_import_problems(rel: str, text: str) -> Iterator[str]:
+    """``from agentledger... import X`` lines of the python examples that would not import."""
+    for block in PY_BLOCK.finditer(text):
+        for found in FROM_IMPORT.finditer(block.group(1)):
+            module, imported = found.group(1), found.group(2)
+            names = module_names(module)
+            line = _line(text, block.start(1) + found.start())
+            if names is None:
+                yield f"{rel}:{line}: example imports the missing module {module}"
+                continue
+            for name in (n.split(" as ")[0].strip() for n in imported.split(",")):
+                if name and name not in names:
+                    yield f"{rel}:{line}: example imports {name!r}, which {module} lacks"
+
+
 FILES = repo_files()
 CASES = defined_cases((REPO / FIELD_CASES).read_text(encoding="utf-8"))
 
@@ -241,6 +288,15 @@ def test_pending_only_shrinks() -> None:
     gone = sorted(rel for rel in PENDING if not (REPO / rel).is_file())
     assert not gone, f"take these moved or deleted files off PENDING: {gone}"
     assert len(PENDING) <= PENDING_CAP, "PENDING only shrinks; fix the file instead"
+
+
+@pytest.mark.parametrize("rel", [f for f in FILES if f == "README.md" or f.startswith("docs/")])
+def test_examples_import_names_that_exist(rel: str) -> None:
+    """The README's examples (``## Quickstart``, ``## Integrations``) and the docs' examples
+    import modules and names that the source roots hold."""
+    text = (REPO / rel).read_text(encoding="utf-8")
+    found = list(example_import_problems(rel, text))
+    assert not found, "\n".join(found)
 
 
 def test_field_case_page_defines_every_case() -> None:
@@ -281,6 +337,22 @@ def test_self_test_planted_reference_is_caught(text: str) -> None:
 )
 def test_self_test_planted_broken_path_is_caught(rel: str, text: str) -> None:
     assert list(problems(rel, text, set()))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "from agentledger.client import " + "NoSuchLedger",
+        "from agentledger." + "nowhere import Ledger",
+    ],
+)
+def test_self_test_planted_bad_example_import_is_caught(line: str) -> None:
+    assert list(example_import_problems("README.md", f"```python\n{line}\n```\n"))
+
+
+def test_self_test_good_example_import_passes() -> None:
+    text = "```python\nfrom agentledger.client import Ledger, vocabulary as v\n```\n"
+    assert not list(example_import_problems("README.md", text))
 
 
 @pytest.mark.parametrize(
