@@ -7,7 +7,7 @@ For sessions of N events on a real ``agentledger serve`` (one SQLite file), medi
 * ``browser``: headless Chromium navigating to the page until the first row is selected by
   the page's script (needs ``/usr/bin/chromium`` and Playwright; skipped otherwise).
 
-Target (issue 10): a 5,000-event session renders under 2 s.
+Target: a 5,000-event session renders under 2 s.
 
 Usage: ``python benchmarks/bench_dashboard.py [--quick] [--sizes 1000,5000,20000] [--runs 5]``
 """

@@ -68,7 +68,8 @@ class _InternalErrorCollector(logging.Handler):
 
 @pytest.fixture(autouse=True)
 def internal_errors_are_loud(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Fail the test if a guard swallowed an exception (style.md point 8).
+    """Fail the test if a guard swallowed an exception (the library never breaks the host, but
+    the suite must see what it swallowed).
 
     A test that provokes an internal error on purpose marks itself
     ``@pytest.mark.allow_internal_errors``.
