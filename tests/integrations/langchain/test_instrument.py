@@ -137,3 +137,10 @@ def test_import_without_the_framework_names_the_extra(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert f"pip install 'agentledger[{extra}]'" in done.stdout
+
+
+def test_instrument_has_the_shape_of_every_integration() -> None:
+    """README, "Integrations": (target, ledger) plus session_id=, metadata=, max_scopes=."""
+    from ..shape import assert_one_shape
+
+    assert_one_shape("agentledger.integrations.langchain")

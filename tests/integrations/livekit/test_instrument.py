@@ -77,3 +77,10 @@ def test_import_without_livekit_is_a_ledger_error() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert "pip install 'agentledger[livekit]'" in done.stdout
+
+
+def test_instrument_has_the_shape_of_every_integration() -> None:
+    """README, "Integrations": (target, ledger) plus session_id=, metadata=, max_scopes=."""
+    from ..shape import assert_one_shape
+
+    assert_one_shape("agentledger.integrations.livekit")
