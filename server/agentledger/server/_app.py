@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from sqlalchemy.exc import OperationalError
 from starlette.types import ASGIApp
 
+from agentledger.protocol.errors import LedgerError
 from agentledger.server._http import NulGuardMiddleware, RequestIdMiddleware, json_response
 from agentledger.server._routes import catalog, events, health, keys, ledger, query
 from agentledger.server._routes.health import server_version
@@ -39,7 +40,7 @@ def _database_busy(exc: BaseException) -> bool:
     return "database is locked" in str(orig)  # SQLite busy timeout
 
 
-class StartupRefused(RuntimeError):
+class StartupRefused(LedgerError, RuntimeError):
     """The configuration would expose the ledger without real keys."""
 
 

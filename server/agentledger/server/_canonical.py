@@ -23,6 +23,8 @@ from typing import Any
 import orjson
 import rfc8785
 
+from agentledger.protocol.errors import LedgerError
+
 __all__ = [
     "MAX_SAFE_INTEGER",
     "InputLimitError",
@@ -36,7 +38,7 @@ __all__ = [
 MAX_SAFE_INTEGER = 2**53 - 1
 
 
-class InputLimitError(ValueError):
+class InputLimitError(LedgerError, ValueError):
     """A JSON value breaks a limit; ``path`` locates the offending node (keys and indexes)."""
 
     def __init__(self, path: tuple[str | int, ...], message: str) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
+from agentledger.protocol.errors import LedgerError
 from agentledger.protocol.redaction import redact
 from agentledger.server._canonical import InputLimitError, inspect_value
 from agentledger.server._schemas import BatchItemIn, EventIn
@@ -36,7 +37,7 @@ _ITEM = TypeAdapter(BatchItemIn)
 _ITEMS = TypeAdapter(list[BatchItemIn])
 
 
-class ItemError(ValueError):
+class ItemError(LedgerError, ValueError):
     """A bad item: HTTP-like ``status`` and a ``detail`` naming the field."""
 
     def __init__(self, status: int, detail: str, loc: tuple[str | int, ...] = ()) -> None:

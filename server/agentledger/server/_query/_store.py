@@ -32,6 +32,7 @@ from sqlalchemy import (
     update,
 )
 
+from agentledger.protocol.errors import LedgerError
 from agentledger.server._query.drift import EventRow
 from agentledger.server._query.forget import ForgetMatcher, prefilters
 from agentledger.server._query.state import STATE_EVENTS, fold_state
@@ -50,7 +51,7 @@ __all__ = [
 _CHUNK = 500
 
 
-class KeywordSearchUnavailable(RuntimeError):
+class KeywordSearchUnavailable(LedgerError, RuntimeError):
     """The store has no full-text search (its dialect hook is missing)."""
 
 

@@ -26,6 +26,8 @@ from typing import Any
 import httpx
 import numpy as np
 
+from agentledger.protocol.errors import LedgerError
+
 __all__ = ["HOW_TO_ENABLE", "Embedder", "EmbeddingConfig", "EmbeddingError"]
 
 #: What a 400 says when semantic search is asked while embeddings are off.
@@ -37,7 +39,7 @@ HOW_TO_ENABLE = (
 )
 
 
-class EmbeddingError(RuntimeError):
+class EmbeddingError(LedgerError, RuntimeError):
     """The endpoint failed or answered something that is not an embeddings response."""
 
 

@@ -62,6 +62,7 @@ from sqlalchemy import ColumnElement, Connection, create_engine, func, text
 from sqlalchemy.engine.url import URL, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
+from agentledger.protocol.errors import LedgerError
 from agentledger.server._ingest import PreparedEvent
 from agentledger.server._store._postgres_query import PostgresQueryHooks, search_vector
 from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore
@@ -82,7 +83,7 @@ _RECORD_AT = INSERT_COLUMNS.index("record")
 _RETRY_STATES = frozenset({"23505", "40P01", "40001"})
 
 
-class StoreStartupError(ValueError):
+class StoreStartupError(LedgerError, ValueError):
     """The PostgreSQL store cannot start: unreachable, login refused, or missing rights.
 
     The message names the database (password hidden) and what to change.

@@ -16,10 +16,12 @@ import httpx
 import orjson
 from fastapi import FastAPI
 
+from agentledger.protocol.errors import LedgerError
+
 __all__ = ["ApiError", "LedgerAPI"]
 
 
-class ApiError(Exception):
+class ApiError(LedgerError):
     """A ``/v1`` route answered with an error status.
 
     Attributes:
