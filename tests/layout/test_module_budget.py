@@ -18,8 +18,6 @@ OVER_BUDGET: dict[str, int] = {
     "core_client/agentledger/client/_batcher.py": 698,
     "core_client/agentledger/client/_client.py": 508,
     "core_client/agentledger/client/_models.py": 563,
-    "server/agentledger/server/_query/_store.py": 596,
-    "server/agentledger/server/_store/_sql.py": 759,
     "integrations/agentledger/integrations/_crewai_events.py": 673,
     "integrations/agentledger/integrations/_mcp_proxy.py": 608,
     "integrations/agentledger/integrations/_mcp_proxy_calls.py": 629,

@@ -16,7 +16,7 @@ ERRORS = [
     ("agentledger.server._app", "StartupRefused", RuntimeError),
     ("agentledger.server._store.postgres", "StoreStartupError", ValueError),
     ("agentledger.server._query.embeddings", "EmbeddingError", RuntimeError),
-    ("agentledger.server._query._store", "KeywordSearchUnavailable", RuntimeError),
+    ("agentledger.server._search.base", "KeywordSearchUnavailable", RuntimeError),
     ("agentledger.server._query.search", "SearchModeUnavailable", ValueError),
     ("agentledger.server._canonical", "InputLimitError", ValueError),
     ("agentledger.server._ingest", "ItemError", ValueError),

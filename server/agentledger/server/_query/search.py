@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentledger.protocol.errors import LedgerError
-from agentledger.server._query._store import QueryStore, SearchFilters
 from agentledger.server._query.embeddings import HOW_TO_ENABLE, Embedder
+from agentledger.server._query.queries import QueryStore, SearchFilters
 from agentledger.server._query.text import query_words
 
 __all__ = ["RRF_K", "SearchModeUnavailable", "SearchOutcome", "rrf", "run_search"]

@@ -28,18 +28,19 @@ from agentledger.protocol.limits import MAX_SESSION_CHARS
 from agentledger.server._auth import Principal, ReadPrincipal, WritePrincipal
 from agentledger.server._http import StrictJSONRoute, json_response
 from agentledger.server._ingest import format_ts
-from agentledger.server._query._store import (
-    KeywordSearchUnavailable,
-    QueryStore,
-    SearchFilters,
-)
 from agentledger.server._query.drift import compare, session_shapes
 from agentledger.server._query.embeddings import Embedder, EmbeddingConfig, EmbeddingError
 from agentledger.server._query.forget import value_text
 from agentledger.server._query.memory import build_context, session_diff
+from agentledger.server._query.queries import (
+    KeywordSearchUnavailable,
+    QueryStore,
+    SearchFilters,
+)
 from agentledger.server._query.search import SearchModeUnavailable, run_search
 from agentledger.server._query.workers import DrainWorker, embed_step, index_step
 from agentledger.server._schemas import AGENT_PATTERN, NO_NUL, UtcDatetime
+from agentledger.server._store._sql import SQLStore
 
 __all__ = ["QueryServices", "router"]
 
@@ -60,13 +61,15 @@ class QueryServices:
     workers: list[DrainWorker] = field(default_factory=list)
 
     @classmethod
-    def create(cls, store: QueryStore, *, start_workers: bool) -> QueryServices:
-        """Read the embeddings configuration and (optionally) start the workers.
+    def create(cls, core: SQLStore, *, start_workers: bool) -> QueryServices:
+        """Compose the query features over ``core``, read the embeddings configuration and
+        (optionally) start the workers.
 
         Raises:
             ValueError: a bad ``AGENTLEDGER_EMBEDDINGS_*`` configuration.
         """
         config = EmbeddingConfig.from_env()
+        store = QueryStore(core)
         services = cls(store, Embedder(config) if config else None)
         if start_workers:
             if os.environ.get("AGENTLEDGER_SEARCH_INDEXER", "on").lower() != "off":

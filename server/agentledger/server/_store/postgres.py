@@ -64,7 +64,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from agentledger.protocol.errors import LedgerError
 from agentledger.server._ingest import PreparedEvent
-from agentledger.server._store._postgres_query import PostgresQueryHooks, search_vector
+from agentledger.server._search.postgres import search_vector
 from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore
 from agentledger.server._store.base import AppendOutcome
 from agentledger.server._store.sqlite import run_migrations
@@ -127,7 +127,7 @@ def _sqlstate(error: BaseException) -> str | None:
     return state if isinstance(state, str) else None
 
 
-class PostgresStore(PostgresQueryHooks, SQLStore):
+class PostgresStore(SQLStore):
     """The PostgreSQL ledger store (see the module docstring for the design).
 
     Args:
@@ -247,16 +247,17 @@ class PostgresStore(PostgresQueryHooks, SQLStore):
     # -- dialect hooks -----------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _writer(self) -> Iterator[Connection]:
+    def writer(self) -> Iterator[Connection]:
         """A plain transaction: row locks and the per-agent advisory locks of :meth:`append`
         are what serialize writers on PostgreSQL."""
         with self.engine.begin() as conn:
             yield conn
 
-    def _distinct_list(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+    def distinct_list(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+        """``array_agg(DISTINCT column)``."""
         return func.array_agg(column.distinct())
 
-    def _insert_events(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+    def insert_events(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
         """``COPY ... FROM STDIN`` on the driver connection (psycopg 3), the bulk path that
         PostgreSQL parses fastest; a few rows go through ``executemany``. Each row carries its
         ``search`` vector (:func:`search_vector`)."""
@@ -295,7 +296,7 @@ class PostgresStore(PostgresQueryHooks, SQLStore):
                 with self.engine.begin() as conn:
                     for key in keys:
                         conn.execute(lock, {"k": key})
-                    return self._append_in(conn, items, keep_received_at)
+                    return self.append_on(conn, items, keep_received_at)
             except Exception as error:  # SQLAlchemy-wrapped, or psycopg's own from COPY
                 attempt += 1
                 if attempt > _RETRIES or _sqlstate(error) not in _RETRY_STATES:

@@ -26,7 +26,6 @@ from sqlalchemy.engine.url import make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from agentledger.server._chain import ChainRow, ChainRowTuple
-from agentledger.server._query._sqlite import SQLiteQueryHooks
 from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore
 
 __all__ = ["MIGRATIONS_DIR", "SQLiteStore", "sqlite_path"]
@@ -70,7 +69,7 @@ def run_migrations(connection: Connection) -> None:
     command.upgrade(config, "head")
 
 
-class SQLiteStore(SQLiteQueryHooks, SQLStore):
+class SQLiteStore(SQLStore):
     """The SQLite ledger store.
 
     Args:
@@ -115,7 +114,8 @@ class SQLiteStore(SQLiteQueryHooks, SQLStore):
                 driver.execute("COMMIT")
 
     @contextlib.contextmanager
-    def _writer(self) -> Iterator[Connection]:
+    def writer(self) -> Iterator[Connection]:
+        """The process-wide write lock, then ``BEGIN IMMEDIATE`` (other processes wait)."""
         with self._write_lock, self.engine.connect() as conn:
             driver = conn.connection.driver_connection
             assert driver is not None
@@ -127,7 +127,7 @@ class SQLiteStore(SQLiteQueryHooks, SQLStore):
                 raise
             driver.execute("COMMIT")
 
-    def _insert_events(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+    def insert_events(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
         driver = conn.connection.driver_connection
         assert driver is not None
         driver.executemany(self._insert_sql, rows)
@@ -144,5 +144,10 @@ class SQLiteStore(SQLiteQueryHooks, SQLStore):
             finally:
                 cursor.close()
 
-    def _distinct_list(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+    def distinct_list(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+        """``json_group_array(DISTINCT column)``."""
         return func.json_group_array(column.distinct())
+
+    def writer_busy(self) -> bool:
+        """Whether this process's write lock is held."""
+        return self._write_lock.locked()

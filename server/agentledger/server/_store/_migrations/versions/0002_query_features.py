@@ -10,7 +10,7 @@ Revises: 0001
 * SQLite only: ``events_fts``, a contentless FTS5 table (``content=''``: the text is not stored
   twice, only the index; ``detail=none``: no positions; Porter stemming over ``unicode61``) whose
   rowid is ``events.id``, filled in batches by the background indexer
-  (``agentledger.server._query._sqlite``) up to the watermark
+  (``agentledger.server._search.sqlite``) up to the watermark
   ``events_fts_state.indexed_through``, so ingest never waits for it. The trigger
   ``events_fts_erase`` (after an update of ``record`` to NULL, i.e. a forget tombstone, of a row
   already indexed) removes the row with FTS5's ``'delete'`` command fed the same text computed
@@ -19,7 +19,7 @@ Revises: 0001
   :data:`TEXT_OF`.
 
   The PostgreSQL store adds its own ``tsvector`` index in a later revision (see
-  ``agentledger.server._query._store`` for the hooks it overrides).
+  ``agentledger.server._search.base`` for what a search backend provides).
 """
 
 from __future__ import annotations
