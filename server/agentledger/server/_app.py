@@ -74,7 +74,12 @@ def create_app(
             (a dev key alone is only honoured on loopback; wire contract, "General"). On
             loopback without any key the app starts and logs a warning.
     """
-    store = store or open_store(settings.db, chain_key=settings.chain_key)
+    store = store or open_store(
+        settings.db,
+        chain_key=settings.chain_key,
+        pg_pool_size=settings.pg_pool_size,
+        pg_statement_timeout_s=settings.pg_statement_timeout_s,
+    )
     if not settings.dev_key_active and store.count_active_keys() == 0:
         if not is_loopback(settings.host):
             store.close()

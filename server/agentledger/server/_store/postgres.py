@@ -37,12 +37,9 @@ Selected by ``agentledger serve --db postgresql://user@host:5432/dbname`` (``pos
 The canonical JSON (RFC 8785) is computed in Python from the values as stored, so a chain
 written on SQLite verifies after export/import into PostgreSQL and back.
 
-Configuration (constructor arguments override the environment):
-
-| variable | default | meaning |
-|---|---|---|
-| ``AGENTLEDGER_PG_POOL_SIZE`` | ``10`` | pooled connections per process (+ as many overflow) |
-| ``AGENTLEDGER_PG_STATEMENT_TIMEOUT_S`` | ``30`` | statement and lock timeout, seconds |
+Configuration: ``pool_size`` and ``statement_timeout_s`` (``Settings.pg_pool_size`` and
+``Settings.pg_statement_timeout_s``, from ``AGENTLEDGER_PG_POOL_SIZE`` and
+``AGENTLEDGER_PG_STATEMENT_TIMEOUT_S``).
 """
 
 from __future__ import annotations
@@ -50,7 +47,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -110,16 +106,6 @@ def advisory_key(agent: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def _env_number(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from None
-
-
 def _sqlstate(error: BaseException) -> str | None:
     """SQLSTATE of a psycopg error, bare or wrapped in a SQLAlchemy ``DBAPIError``."""
     origin = error.orig if isinstance(error, DBAPIError) else error
@@ -133,10 +119,8 @@ class PostgresStore(SQLStore):
     Args:
         db: ``postgresql://user[:password]@host[:port]/dbname[?sslmode=...]``.
         chain_key: HMAC key for chain links (``None``: SHA-256).
-        pool_size: connections kept per process (default ``AGENTLEDGER_PG_POOL_SIZE`` or 10);
-            up to as many again are opened under load.
-        statement_timeout_s: statement and lock timeout in seconds (default
-            ``AGENTLEDGER_PG_STATEMENT_TIMEOUT_S`` or 30).
+        pool_size: connections kept per process; up to as many again are opened under load.
+        statement_timeout_s: statement and lock timeout in seconds.
 
     Raises:
         StoreStartupError: the database is unreachable, refuses the login, or the role may
@@ -149,14 +133,14 @@ class PostgresStore(SQLStore):
         db: str,
         *,
         chain_key: str | None = None,
-        pool_size: int | None = None,
-        statement_timeout_s: float | None = None,
+        pool_size: int = 10,
+        statement_timeout_s: float = 30.0,
     ) -> None:
         url = postgres_url(db)
         #: the URL as given, password hidden (for messages)
         self.display_url = make_url(db).render_as_string(hide_password=True)
-        size = int(pool_size or _env_number("AGENTLEDGER_PG_POOL_SIZE", 10))
-        timeout_s = statement_timeout_s or _env_number("AGENTLEDGER_PG_STATEMENT_TIMEOUT_S", 30)
+        size = int(pool_size)
+        timeout_s = float(statement_timeout_s)
         if size < 1 or timeout_s <= 0:
             raise ValueError("pool size must be >= 1 and the statement timeout > 0 s")
         timeout_ms = int(timeout_s * 1000)
