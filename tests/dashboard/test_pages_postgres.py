@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from _servers import ServerFactory
-from _stores import postgres_database, require_postgres
+from _stores import check_postgres, postgres_database, require_postgres
 
 from . import test_pages as suite
 
@@ -29,7 +29,7 @@ _NOT_REPEATED = {
 @pytest.fixture(scope="module")
 def ledger_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One real ``agentledger serve`` on a throw-away PostgreSQL database for this module."""
-    with postgres_database(require_postgres()) as url:
+    with postgres_database(check_postgres(require_postgres())) as url:
         factory = ServerFactory(tmp_path_factory.mktemp("pg-dashboard"))
         try:
             yield factory(db=url)
