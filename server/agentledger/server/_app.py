@@ -147,8 +147,8 @@ def create_app(
     app.include_router(ledger.router)
     app.include_router(catalog.router)
     app.include_router(keys.router)
-    app.include_router(query.router)  # search, baselines, at, forget, memory (issue 3)
-    mount_dashboard(app)  # /ui/ pages + /ui/static (issue 10)
+    app.include_router(query.router)  # search, baselines, at, forget, memory
+    mount_dashboard(app)  # /ui/ pages + /ui/static
     for router in extra_routers:
         app.include_router(router)
     app.include_router(events.lineage_router)

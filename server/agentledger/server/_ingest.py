@@ -1,7 +1,7 @@
 """Turn validated request items into :class:`PreparedEvent` rows for the store.
 
 Preparation happens before the store's write lock: input limits (depth, integer range),
-write-time redaction (before the checksum, issue 2), timestamp normalisation and the body
+write-time redaction (before the checksum), timestamp normalisation and the body
 fingerprint that decides *duplicate* versus *conflict* for repeated ``event_id`` or
 ``idempotency_key``.
 """

@@ -1,4 +1,4 @@
-"""Query routes (issue 3): search, baselines and drift, state at a time, forget, memory.
+"""Query routes: search, baselines and drift, state at a time, forget, memory.
 
 The router has its own lifespan (merged into the app's by FastAPI): it starts the background
 full-text indexer (unless ``Settings.search_indexer`` is off) and, when ``Settings.embeddings``
@@ -20,7 +20,7 @@ from fastapi import APIRouter, FastAPI, HTTPException, Path, Query, Request, Res
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
-from agentledger.protocol.limits import MAX_SESSION_CHARS
+from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_SESSION_CHARS
 from agentledger.server._auth import Principal, ReadPrincipal, WritePrincipal
 from agentledger.server._http import StrictJSONRoute, json_response
 from agentledger.server._ingest import format_ts
@@ -41,8 +41,8 @@ from agentledger.server._store._sql import SQLStore
 
 __all__ = ["QueryServices", "router"]
 
-AgentName = Annotated[str, Field(pattern=AGENT_PATTERN, min_length=1, max_length=MAX_SESSION_CHARS)]
-AgentPath = Annotated[str, Path(pattern=AGENT_PATTERN, max_length=MAX_SESSION_CHARS)]
+AgentName = Annotated[str, Field(pattern=AGENT_PATTERN, min_length=1, max_length=MAX_AGENT_CHARS)]
+AgentPath = Annotated[str, Path(pattern=AGENT_PATTERN, max_length=MAX_AGENT_CHARS)]
 
 #: ``window`` values (wire contract: 24h|7d|30d).
 WINDOWS = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}

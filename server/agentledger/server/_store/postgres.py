@@ -1,45 +1,8 @@
-"""The PostgreSQL store: several server processes on one shared, durable database.
+"""The PostgreSQL store: several server processes on one shared, durable database, appends
+serialised per agent by advisory locks, clear start-up errors, ``COPY`` for bulk inserts.
 
-Selected by ``agentledger serve --db postgresql://user@host:5432/dbname`` (``postgres://`` and
-``postgresql+psycopg://`` are accepted too). It shares every query with the SQLite store
-(:class:`~agentledger.server._store._sql.SQLStore`, SQLAlchemy Core); what differs is here:
-
-* **Driver and pool**: psycopg 3 through SQLAlchemy's ``postgresql+psycopg`` dialect, a
-  ``QueuePool`` of ``pool_size`` connections (+ the same again as overflow), pre-ping on
-  checkout so a restarted database costs one failed ping, not a failed request.
-* **Per-agent serialized appends, never a global lock**: an append transaction first takes
-  ``pg_advisory_xact_lock(key)`` for each agent it writes, keys in ascending order (so two
-  multi-agent batches cannot deadlock), where ``key`` is the first 8 bytes of
-  ``BLAKE2b(agent)`` as a signed 64-bit integer. Appends of one agent, from any number of
-  processes, run one after the other, so ``sequence_no`` stays gapless and every chain link
-  follows its predecessor; appends of different agents run in parallel. The locks are released
-  by ``COMMIT``/``ROLLBACK``; nothing can leak them.
-* **Idempotency under concurrency**: the duplicate look-up runs after the agent lock is held, so
-  two racing requests with one ``(agent, idempotency_key)`` resolve to one row and the loser gets
-  ``duplicate: true``. Client ``event_id`` is unique across agents; a race between *different*
-  agents on one id ends in a unique violation, and the transaction is retried (up to
-  ``_RETRIES`` times), where the look-up then finds the winner's row. Deadlocks (SQLSTATE
-  ``40P01``) are retried the same way.
-* **Timeouts**: every connection sets ``statement_timeout`` (``statement_timeout_s``),
-  ``lock_timeout`` (the same; bounds the wait for an agent's lock) and
-  ``idle_in_transaction_session_timeout`` (60 s), so a stuck client cannot hold an agent's
-  lock for ever.
-* **Start-up checks**: an unreachable server, an unknown database, a failed login or a role
-  that may not create the schema or read and write its tables raises :class:`StoreStartupError`
-  (a :class:`ValueError`, so ``agentledger serve`` prints it and exits 2) naming what to fix.
-  Migrations run under a transaction-scoped advisory lock, so several processes starting at
-  once on an empty database migrate it exactly once.
-* **Schema**: the Alembic migrations of the package (PostgreSQL parts guarded by dialect):
-  text columns compared for ordering use ``COLLATE "C"`` (byte order, as SQLite), ``record``
-  (the canonical JSON the chain covers, byte for byte) is ``bytea``, and ``data`` is a
-  generated ``jsonb`` column derived from it (``NULL`` for forget tombstones).
-
-The canonical JSON (RFC 8785) is computed in Python from the values as stored, so a chain
-written on SQLite verifies after export/import into PostgreSQL and back.
-
-Configuration: ``pool_size`` and ``statement_timeout_s`` (``Settings.pg_pool_size`` and
-``Settings.pg_statement_timeout_s``, from ``AGENTLEDGER_PG_POOL_SIZE`` and
-``AGENTLEDGER_PG_STATEMENT_TIMEOUT_S``).
+Design (locking, idempotency under races, timeouts, schema differences):
+``docs/design/server-store.md``.
 """
 
 from __future__ import annotations

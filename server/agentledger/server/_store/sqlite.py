@@ -1,14 +1,7 @@
-"""The embedded default store: one SQLite file in WAL mode.
+"""The embedded default store: one SQLite file in WAL mode, a small LIFO pool, one writer at a
+time (process lock plus ``BEGIN IMMEDIATE``); migrations run when it opens.
 
-* Connections come from a SQLAlchemy pool (LIFO, so few connections stay warm); every
-  connection sets ``journal_mode=WAL``, ``synchronous=NORMAL`` (durable across process crashes;
-  the last transactions may be lost on power loss, as with any WAL database in NORMAL mode),
-  ``busy_timeout``, ``foreign_keys=OFF`` and a 16 MiB page cache (memory stays bounded while
-  a million-event export streams). Statements run in driver autocommit; the writer opens
-  ``BEGIN IMMEDIATE`` itself, so readers never block it and only one writer runs.
-* One writer path: a process-wide lock plus ``BEGIN IMMEDIATE`` (which also serializes
-  writers of other processes on the same file), so per-agent ``sequence_no`` stays gapless.
-* Alembic migrations shipped in the package (``_migrations/``) are applied when the store opens.
+Design: ``docs/design/server-store.md``.
 """
 
 from __future__ import annotations
