@@ -1,5 +1,5 @@
 """PostgreSQL store benchmark: 1, 2 and 4 server processes on PostgreSQL next to one SQLite
-process, measured in one run on this machine (issue 9, "Performance").
+process, measured in one run on this machine.
 
 * ingest: events/s through the real HTTP path, 4 client processes each writing its own agent
   in batches of 500 (bodies built before the clock starts), spread round-robin over the

@@ -1,4 +1,4 @@
-"""Query-feature benchmark (issue 3): a real ``agentledger serve`` over HTTP, side by side with
+"""Query-feature benchmark: a real ``agentledger serve`` over HTTP, side by side with
 the targets, one run on this machine.
 
 * keyword search (FTS5 BM25, prefix, agent filter) over N events: p50/p95 over a mix of rare,

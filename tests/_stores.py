@@ -1,44 +1,60 @@
 """Store selection for tests: SQLite files and throw-away PostgreSQL databases.
 
-PostgreSQL tests need a role that may ``CREATE DATABASE``, named by
-``AGENTLEDGER_TEST_POSTGRES_DSN`` (e.g. ``postgresql://postgres@127.0.0.1:5432/test``; CI sets
-it, so there they fail rather than skip). Each test run creates its own databases, named
-``agentledger_t_<random>``, and drops them afterwards; no other database is touched.
+Store-level tests run on both backends by taking the ``store_db`` fixture (``tests/conftest.py``),
+which is parametrised over :data:`STORE_KINDS`: ``[sqlite]`` always, ``[postgres]`` (marked
+``postgres``) with a database of its own. A test that only makes sense on one backend says so by
+parametrising the fixture directly: ``@SQLITE_ONLY`` or ``@POSTGRES_ONLY``.
 
-Also here: :func:`reuse_tests`, which re-collects a server suite module's tests in another
-module, so the same scenarios run against PostgreSQL with that module's fixtures.
+PostgreSQL needs a role that may ``CREATE DATABASE``, named by ``AGENTLEDGER_TEST_POSTGRES_DSN``
+(e.g. ``postgresql://postgres@127.0.0.1:5432/test``). Unset: the ``postgres`` cases skip, saying
+how to run them. Set but unreachable: they fail (CI sets it, so a broken database is never
+mistaken for a skip). Each run creates its own databases, named ``agentledger_t_<random>``, and
+drops them afterwards; no other database is touched.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import inspect
 import os
+import sqlite3
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 __all__ = [
     "POSTGRES_DSN_ENV",
+    "POSTGRES_ONLY",
+    "SKIP_REASON",
+    "SQLITE_ONLY",
+    "STORE_KINDS",
+    "SqlConnection",
+    "check_postgres",
     "database_url",
+    "dump_text",
+    "is_postgres",
     "postgres_admin_dsn",
     "postgres_database",
     "require_postgres",
-    "reuse_tests",
-    "store_db",
+    "sql_connection",
+    "truncate_all",
 ]
 
 POSTGRES_DSN_ENV = "AGENTLEDGER_TEST_POSTGRES_DSN"
 SKIP_REASON = (
     f"PostgreSQL tests need {POSTGRES_DSN_ENV}, a role that may CREATE DATABASE, e.g. "
-    f"{POSTGRES_DSN_ENV}=postgresql://postgres@127.0.0.1:5432/test pytest tests/postgres"
+    f"{POSTGRES_DSN_ENV}=postgresql://postgres@127.0.0.1:5432/test"
 )
-TESTS_DIR = Path(__file__).resolve().parent
+
+#: The parameters of ``store_kind`` (and so of ``store_db``).
+STORE_KINDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+#: Run a ``store_db`` test on SQLite only (it relies on something only SQLite does).
+SQLITE_ONLY = pytest.mark.parametrize("store_kind", ["sqlite"])
+#: Run a ``store_db`` test on PostgreSQL only.
+POSTGRES_ONLY = pytest.mark.parametrize(
+    "store_kind", [pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 
 
 def postgres_admin_dsn() -> str | None:
@@ -54,6 +70,19 @@ def require_postgres() -> str:
     return dsn
 
 
+def check_postgres(dsn: str) -> str:
+    """``dsn`` once a connection to it succeeded; fails the test (not a skip) when the
+    variable is set but PostgreSQL cannot be reached."""
+    import psycopg
+
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as error:
+        pytest.fail(f"{POSTGRES_DSN_ENV} is set but PostgreSQL is unreachable: {error}")
+    return dsn
+
+
 def database_url(admin_dsn: str, name: str) -> str:
     """``admin_dsn`` with its database replaced by ``name``."""
     from sqlalchemy.engine.url import make_url
@@ -62,13 +91,17 @@ def database_url(admin_dsn: str, name: str) -> str:
     return url.render_as_string(hide_password=False)
 
 
+def is_postgres(db: str) -> bool:
+    """Whether a ``--db`` value names a PostgreSQL database."""
+    return db.startswith(("postgresql://", "postgres://", "postgresql+"))
+
+
 @contextmanager
 def postgres_database(admin_dsn: str, *, prefix: str = "agentledger_t") -> Iterator[str]:
     """Create an empty database, yield its ``postgresql://`` URL, drop it (``FORCE``) after.
 
     Raises:
-        psycopg.OperationalError: the server named by ``admin_dsn`` cannot be reached (in CI
-            that fails the test, as it should).
+        psycopg.OperationalError: the server named by ``admin_dsn`` cannot be reached.
     """
     import psycopg
 
@@ -82,57 +115,70 @@ def postgres_database(admin_dsn: str, *, prefix: str = "agentledger_t") -> Itera
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@contextmanager
-def store_db(kind: str, tmp_path: Path) -> Iterator[str]:
-    """A ``--db`` value for a fresh ledger of ``kind`` (``"sqlite"`` or ``"postgres"``).
-
-    ``"postgres"`` skips when :data:`POSTGRES_DSN_ENV` is unset.
-    """
-    if kind == "sqlite":
-        yield str(tmp_path / f"ledger-{uuid.uuid4().hex[:8]}.db")
-    elif kind == "postgres":
-        with postgres_database(require_postgres()) as url:
-            yield url
-    else:
-        raise ValueError(f"unknown store kind {kind!r}")
-
-
-def _load(relative: str) -> ModuleType:
-    path = TESTS_DIR / relative
-    name = "_reused_" + relative.replace("/", "_").removesuffix(".py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def reuse_tests(
-    relative: str, namespace: dict[str, Any], *, skip_if_source_has: tuple[str, ...] = ()
-) -> ModuleType:
-    """Copy the tests and fixtures of ``tests/<relative>`` into ``namespace`` (a module's
-    ``globals()``), so pytest collects them there, with that module's fixtures.
-
-    Names already in ``namespace`` are kept (the caller's fixtures override the suite's). A
-    test whose source contains one of ``skip_if_source_has`` (e.g. ``"sqlite3"``: it edits
-    the SQLite file directly) is left out.
-
-    Returns:
-        The loaded suite module (its helpers can be used directly).
-    """
-    module = _load(relative)
-    for name, value in vars(module).items():
-        if name in namespace:
-            continue
-        is_fixture = type(value).__name__ == "FixtureFunctionDefinition" or hasattr(
-            value, "_pytestfixturefunction"
+def _public_tables(conn: Any) -> list[str]:
+    return [
+        row[0]
+        for row in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+            "AND tablename <> 'alembic_version' ORDER BY tablename"
         )
-        is_test = name.startswith("test_") and callable(value)
-        if not (is_fixture or is_test):
-            continue
-        if is_test and skip_if_source_has:
-            source = inspect.getsource(value)
-            if any(marker in source for marker in skip_if_source_has):
-                continue
-        namespace[name] = value
-    return module
+    ]
+
+
+def truncate_all(url: str) -> None:
+    """Empty every ledger table of a PostgreSQL database (the schema stays)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = _public_tables(conn)
+        if tables:
+            names = ", ".join(f'"{name}"' for name in tables)
+            conn.execute(f"TRUNCATE {names} RESTART IDENTITY")
+
+
+class SqlConnection:
+    """Direct SQL on a ledger database of either kind, for tests that edit rows behind the
+    server's back: ``execute(sql, params)`` with ``?`` placeholders (rewritten to ``%s`` on
+    PostgreSQL), autocommit, returning the driver's cursor."""
+
+    def __init__(self, db: str) -> None:
+        self.postgres = is_postgres(db)
+        if self.postgres:
+            import psycopg
+
+            self._conn: Any = psycopg.connect(db, autocommit=True)
+        else:
+            self._conn = sqlite3.connect(db, isolation_level=None)
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        if self.postgres:
+            return self._conn.execute(sql.replace("?", "%s"), params)
+        return self._conn.execute(sql, params)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+@contextmanager
+def sql_connection(db: str) -> Iterator[SqlConnection]:
+    """A :class:`SqlConnection` on ``db``, closed afterwards."""
+    conn = SqlConnection(db)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def dump_text(db: str) -> str:
+    """Every row of every table as text (SQLite: ``iterdump``; PostgreSQL: ``t::text`` of
+    each public table), to check that a secret is stored nowhere."""
+    if not is_postgres(db):
+        with sqlite3.connect(db) as conn:
+            return "\n".join(conn.iterdump())
+    import psycopg
+
+    with psycopg.connect(db, autocommit=True) as conn:
+        lines = []
+        for table in _public_tables(conn):
+            lines += [str(row[0]) for row in conn.execute(f'SELECT "{table}"::text FROM "{table}"')]
+        return "\n".join(lines)

@@ -6,6 +6,16 @@
   they can be killed (SIGKILL) and restarted on the same port and file for chaos tests.
 * ``internal_errors_are_loud`` (autouse): fails a test when any guarded callback swallowed an
   exception (records at ERROR on the ``agentledger`` logger that carry a traceback).
+
+Store fixtures (see ``tests/_stores.py``):
+
+* ``store_kind`` / ``store_db``: parametrised over ``sqlite`` and ``postgres``; ``store_db`` is
+  a fresh, empty ledger of that kind (a new SQLite file; on PostgreSQL one database per module,
+  emptied before each test). ``@SQLITE_ONLY`` / ``@POSTGRES_ONLY`` narrow a test to one kind.
+* ``store_server``: a real ``agentledger serve`` per store kind (SQLite: the session's
+  ``ledger_server``; PostgreSQL: one per module on its own database).
+* ``pg_admin_dsn`` (skips when unset, fails when unreachable), ``pg_db`` (an empty ledger
+  database, tables truncated per test), ``fresh_pg_db`` (a new database with no schema).
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ from _servers import (
     agentledger_executable,
     free_port,
 )
+from _stores import STORE_KINDS, check_postgres, postgres_database, require_postgres, truncate_all
 
 __all__ = ["DEV_KEY", "ServerFactory", "ServerProcess", "agentledger_executable", "free_port"]
 
@@ -47,6 +58,66 @@ def server_factory(tmp_path: Path) -> Iterator[ServerFactory]:
     factory = ServerFactory(tmp_path)
     yield factory
     factory.stop_all()
+
+
+@pytest.fixture(scope="session")
+def pg_admin_dsn() -> str:
+    """The PostgreSQL admin DSN: skips when unset, fails when set but unreachable."""
+    return check_postgres(require_postgres())
+
+
+@pytest.fixture
+def fresh_pg_db(pg_admin_dsn: str) -> Iterator[str]:
+    """A database of the test's own, created empty (no schema yet) and dropped afterwards."""
+    with postgres_database(pg_admin_dsn) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def _module_pg_db(pg_admin_dsn: str) -> Iterator[str]:
+    with postgres_database(pg_admin_dsn) as url:
+        yield url
+
+
+@pytest.fixture
+def pg_db(_module_pg_db: str) -> str:
+    """A ledger database with no rows: one database per module, every table but
+    ``alembic_version`` truncated before each test (much cheaper than a database per test)."""
+    truncate_all(_module_pg_db)
+    return _module_pg_db
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """Which store the test runs on (``sqlite``, or ``postgres`` when configured)."""
+    kind: str = request.param
+    return kind
+
+
+@pytest.fixture
+def store_db(store_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """The ``--db`` value of a fresh, empty ledger of ``store_kind``."""
+    if store_kind == "postgres":
+        url: str = request.getfixturevalue("pg_db")
+        return url
+    return str(tmp_path / f"ledger-{uuid.uuid4().hex[:8]}.db")
+
+
+@pytest.fixture(scope="module", params=STORE_KINDS)
+def store_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """A real server per store kind; tests isolate by unique agent names."""
+    if request.param == "sqlite":
+        yield request.getfixturevalue("ledger_server")
+        return
+    admin = request.getfixturevalue("pg_admin_dsn")
+    factory = ServerFactory(tmp_path_factory.mktemp("pg-ledger-server"))
+    with postgres_database(admin) as url:
+        try:
+            yield factory(db=url)
+        finally:
+            factory.stop_all()
 
 
 @pytest.fixture

@@ -1,4 +1,6 @@
-"""Dashboard pages over plain HTTP against a real ``agentledger serve`` (no browser needed).
+"""Dashboard pages over plain HTTP against a real ``agentledger serve`` (no browser needed), on
+either store (``store_server``: the pages read only through the ``/v1`` API, so they must show
+the same on SQLite and PostgreSQL).
 
 Pages are read without any key (loopback + dev key: no login) unless a test says otherwise;
 what they show is compared with what the JSON API answers for the same data.
@@ -16,11 +18,23 @@ import httpx
 import markupsafe
 import pytest
 
-from ._seed import XSS_TEXT, Seeded, seed_drifting_sessions, seed_long_session
+from ._seed import (
+    XSS_TEXT,
+    Seeded,
+    seed_drifting_sessions,
+    seed_long_session,
+    seed_support_session,
+)
 
 pytestmark = pytest.mark.server
 
 ROW_IDS = re.compile(r'<tr class="ev[^"]*" id="e-([0-9a-f-]{36})"')
+
+
+@pytest.fixture
+def seeded(store_server: Any, agent_name: str) -> Seeded:
+    """A support session of a fresh agent on this module's server."""
+    return seed_support_session(store_server.url, store_server.headers(), agent_name)
 
 
 def get(server: Any, path: str, **kwargs: Any) -> httpx.Response:
@@ -34,8 +48,8 @@ def row_classes(page: str) -> dict[str, str]:
     }
 
 
-def test_index_lists_the_session_with_errors_and_tokens(ledger_server: Any, seeded: Seeded) -> None:
-    response = get(ledger_server, "/ui/", params={"agent": seeded.agent})
+def test_index_lists_the_session_with_errors_and_tokens(store_server: Any, seeded: Seeded) -> None:
+    response = get(store_server, "/ui/", params={"agent": seeded.agent})
     assert response.status_code == 200
     page = response.text
     assert f"/ui/sessions/{seeded.session_id}?agent={seeded.agent}" in page
@@ -47,9 +61,9 @@ def test_index_lists_the_session_with_errors_and_tokens(ledger_server: Any, seed
 
 
 def test_session_timeline_is_oldest_first_with_errors_and_interruptions_marked(
-    ledger_server: Any, seeded: Seeded
+    store_server: Any, seeded: Seeded
 ) -> None:
-    response = get(ledger_server, f"/ui/sessions/{seeded.session_id}")
+    response = get(store_server, f"/ui/sessions/{seeded.session_id}")
     assert response.status_code == 200
     page = response.text
     assert ROW_IDS.findall(page) == [seeded.ids[role] for role in seeded.order]
@@ -64,19 +78,19 @@ def test_session_timeline_is_oldest_first_with_errors_and_interruptions_marked(
     assert sorted(re.findall(r'data-id="([0-9a-f-]{36})"', tree)) == sorted(seeded.ids.values())
 
 
-def test_event_page_shows_why_from_the_root_and_impact(ledger_server: Any, seeded: Seeded) -> None:
-    answer = get(ledger_server, f"/ui/events/{seeded.ids['answer']}").text
+def test_event_page_shows_why_from_the_root_and_impact(store_server: Any, seeded: Seeded) -> None:
+    answer = get(store_server, f"/ui/events/{seeded.ids['answer']}").text
     why = answer.split('id="why"', 1)[1].split("</section>", 1)[0]
     chain = re.findall(r'href="/ui/events/([0-9a-f-]{36})"', why)
     api = httpx.get(
-        f"{ledger_server.url}/v1/events/{seeded.ids['answer']}/why",
+        f"{store_server.url}/v1/events/{seeded.ids['answer']}/why",
         params={"depth": 1000},
-        headers=ledger_server.headers(),
+        headers=store_server.headers(),
     ).json()
     assert chain == [e["event_id"] for e in api["chain"][:-1]]
     assert chain == [seeded.ids[r] for r in ("start", "step", "interrupt", "xss")]
 
-    step = get(ledger_server, f"/ui/events/{seeded.ids['step']}").text
+    step = get(store_server, f"/ui/events/{seeded.ids['step']}").text
     impact = step.split('id="impact"', 1)[1].split("</section>", 1)[0]
     below = set(re.findall(r'data-id="([0-9a-f-]{36})"', impact))
     expected = {seeded.ids[r] for r in seeded.order if r not in ("start", "user", "step")}
@@ -84,14 +98,12 @@ def test_event_page_shows_why_from_the_root_and_impact(ledger_server: Any, seede
     assert f"{len(expected)} descendant(s)" in impact
 
 
-def test_agent_page_shows_the_same_chain_head_as_the_api(
-    ledger_server: Any, seeded: Seeded
-) -> None:
-    page = get(ledger_server, f"/ui/agents/{seeded.agent}").text
+def test_agent_page_shows_the_same_chain_head_as_the_api(store_server: Any, seeded: Seeded) -> None:
+    page = get(store_server, f"/ui/agents/{seeded.agent}").text
     report = httpx.get(
-        f"{ledger_server.url}/v1/events/chain",
+        f"{store_server.url}/v1/events/chain",
         params={"agent": seeded.agent},
-        headers=ledger_server.headers(),
+        headers=store_server.headers(),
     ).json()
     assert report["intact"] is True
     assert "✔ intact" in page
@@ -126,14 +138,14 @@ def test_agent_page_reports_a_broken_chain(server_factory: Any, agent_name: str)
 
 
 def test_event_data_is_escaped_and_no_inline_script_is_allowed(
-    ledger_server: Any, seeded: Seeded
+    store_server: Any, seeded: Seeded
 ) -> None:
     for path in (
         f"/ui/sessions/{seeded.session_id}",
         f"/ui/events/{seeded.ids['xss']}",
         f"/ui/events/{seeded.ids['answer']}",
     ):
-        response = get(ledger_server, path)
+        response = get(store_server, path)
         assert response.status_code == 200
         page = response.text
         assert "<script>window.__xss" not in page
@@ -146,50 +158,50 @@ def test_event_data_is_escaped_and_no_inline_script_is_allowed(
     # The markup also survives a round trip as text in the summary (not cut into tags).
     assert (
         str(markupsafe.escape(XSS_TEXT[:40]))
-        in get(ledger_server, f"/ui/sessions/{seeded.session_id}").text
+        in get(store_server, f"/ui/sessions/{seeded.session_id}").text
     )
 
 
 def test_session_ids_with_markup_are_escaped_in_pages_and_links(
-    ledger_server: Any, agent_name: str
+    store_server: Any, agent_name: str
 ) -> None:
     from ._seed import seed_support_session
 
     weird = "s<svg onload=alert(1)>\"'&x"
-    seed_support_session(ledger_server.url, ledger_server.headers(), agent_name, session_id=weird)
-    index = get(ledger_server, "/ui/", params={"agent": agent_name}).text
+    seed_support_session(store_server.url, store_server.headers(), agent_name, session_id=weird)
+    index = get(store_server, "/ui/", params={"agent": agent_name}).text
     assert "<svg onload" not in index
     assert "/ui/sessions/s%3Csvg%20onload%3Dalert%281%29%3E%22%27%26x" in index
-    page = get(ledger_server, "/ui/sessions/s%3Csvg%20onload%3Dalert%281%29%3E%22%27%26x")
+    page = get(store_server, "/ui/sessions/s%3Csvg%20onload%3Dalert%281%29%3E%22%27%26x")
     assert page.status_code == 200
     assert "<svg onload" not in page.text
     assert str(markupsafe.escape(weird)) in page.text
 
 
-def test_pages_need_a_key_when_the_host_is_not_loopback(ledger_server: Any, seeded: Seeded) -> None:
+def test_pages_need_a_key_when_the_host_is_not_loopback(store_server: Any, seeded: Seeded) -> None:
     # A page reached through another host name (e.g. DNS rebinding) gets no dev-key access.
     remote = {"Host": "dashboard.test"}
-    response = get(ledger_server, "/ui/", headers=remote, params={"agent": seeded.agent})
+    response = get(store_server, "/ui/", headers=remote, params={"agent": seeded.agent})
     assert response.status_code == 303
     assert response.headers["location"].startswith("/ui/login?next=")
     assert seeded.session_id not in response.text
 
-    login = get(ledger_server, "/ui/login", headers=remote)
+    login = get(store_server, "/ui/login", headers=remote)
     assert login.status_code == 200 and 'name="key"' in login.text
 
 
 def test_login_with_a_read_only_key_sets_a_session_cookie(
-    ledger_server: Any, seeded: Seeded
+    store_server: Any, seeded: Seeded
 ) -> None:
     created = httpx.post(
-        f"{ledger_server.url}/v1/keys",
+        f"{store_server.url}/v1/keys",
         json={"name": "viewer", "scope": "read_only"},
-        headers=ledger_server.headers(),
+        headers=store_server.headers(),
     )
     assert created.status_code in (200, 201), created.text
     raw = created.json()["key"]
     remote = {"Host": "dashboard.test", "Origin": "http://dashboard.test"}
-    with httpx.Client(base_url=ledger_server.url, headers=remote, timeout=30.0) as browser:
+    with httpx.Client(base_url=store_server.url, headers=remote, timeout=30.0) as browser:
         bad = browser.post("/ui/login", data={"key": "al_wrong", "next": "/ui/"})
         assert bad.status_code == 401 and 'id="login-error"' in bad.text
 
@@ -210,10 +222,10 @@ def test_login_with_a_read_only_key_sets_a_session_cookie(
         assert browser.get(target).status_code == 303
 
 
-def test_login_refuses_cross_site_posts_and_foreign_redirects(ledger_server: Any) -> None:
+def test_login_refuses_cross_site_posts_and_foreign_redirects(store_server: Any) -> None:
     hostile = {"Origin": "http://evil.example"}
     response = httpx.post(
-        f"{ledger_server.url}/ui/login",
+        f"{store_server.url}/ui/login",
         data={"key": "dev-test-key-0123456789", "next": "/ui/"},
         headers=hostile,
     )
@@ -221,50 +233,50 @@ def test_login_refuses_cross_site_posts_and_foreign_redirects(ledger_server: Any
 
     for target in ("https://evil.example/", "//evil.example/ui/", "/v1/agents", "/ui/\\evil"):
         response = httpx.post(
-            f"{ledger_server.url}/ui/login",
-            data={"key": ledger_server.api_key, "next": target},
+            f"{store_server.url}/ui/login",
+            data={"key": store_server.api_key, "next": target},
         )
         assert response.status_code == 303
         assert response.headers["location"] == "/ui/", target
 
 
 def test_an_agent_bound_key_sees_only_its_agent(
-    ledger_server: Any, seeded: Seeded, agent_name: str
+    store_server: Any, seeded: Seeded, agent_name: str
 ) -> None:
     created = httpx.post(
-        f"{ledger_server.url}/v1/keys",
+        f"{store_server.url}/v1/keys",
         json={"name": "other", "scope": "read_only", "agent": "someone-else"},
-        headers=ledger_server.headers(),
+        headers=store_server.headers(),
     )
     bound = {"Authorization": f"Bearer {created.json()['key']}"}
-    session = get(ledger_server, f"/ui/sessions/{seeded.session_id}", headers=bound)
+    session = get(store_server, f"/ui/sessions/{seeded.session_id}", headers=bound)
     assert session.status_code in (403, 404)
     assert seeded.ids["answer"] not in session.text
-    event = get(ledger_server, f"/ui/events/{seeded.ids['answer']}", headers=bound)
+    event = get(store_server, f"/ui/events/{seeded.ids['answer']}", headers=bound)
     assert event.status_code == 404
     assert "Refund of 49.90" not in event.text
-    index = get(ledger_server, "/ui/", headers=bound)
+    index = get(store_server, "/ui/", headers=bound)
     assert index.status_code == 200 and seeded.session_id not in index.text
 
 
-def test_unknown_things_are_404_pages(ledger_server: Any) -> None:
+def test_unknown_things_are_404_pages(store_server: Any) -> None:
     for path in (
         "/ui/events/00000000-0000-4000-8000-000000000000",
         "/ui/events/not-a-uuid",
         "/ui/sessions/no-such-session",
         "/ui/agents/no-such-agent",
     ):
-        response = get(ledger_server, path)
+        response = get(store_server, path)
         assert response.status_code in (404, 422), path
         assert 'id="error-message"' in response.text, path
 
 
-def test_static_assets_and_root_redirect(ledger_server: Any) -> None:
-    css = get(ledger_server, "/ui/static/dashboard.css")
-    js = get(ledger_server, "/ui/static/dashboard.js")
+def test_static_assets_and_root_redirect(store_server: Any) -> None:
+    css = get(store_server, "/ui/static/dashboard.css")
+    js = get(store_server, "/ui/static/dashboard.js")
     assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
     assert js.status_code == 200 and "javascript" in js.headers["content-type"]
-    root = get(ledger_server, "/ui")
+    root = get(store_server, "/ui")
     assert root.status_code == 307 and root.headers["location"] == "/ui/"
 
 
@@ -284,11 +296,11 @@ def wait_until_searchable(server: Any, agent: str, event_id: str, timeout_s: flo
     raise AssertionError(f"the API's keyword search did not find {event_id}")
 
 
-def test_search_box_searches_or_says_why_not(ledger_server: Any, seeded: Seeded) -> None:
-    paths = httpx.get(f"{ledger_server.url}/openapi.json").json()["paths"]
+def test_search_box_searches_or_says_why_not(store_server: Any, seeded: Seeded) -> None:
+    paths = httpx.get(f"{store_server.url}/openapi.json").json()["paths"]
     if "/v1/search" in paths:
-        wait_until_searchable(ledger_server, seeded.agent, seeded.ids["answer"])
-    page = get(ledger_server, "/ui/", params={"agent": seeded.agent, "q": "refund"}).text
+        wait_until_searchable(store_server, seeded.agent, seeded.ids["answer"])
+    page = get(store_server, "/ui/", params={"agent": seeded.agent, "q": "refund"}).text
     if "/v1/search" in paths:
         results = page.split('id="search-results"', 1)[1].split("</section>", 1)[0]
         assert seeded.ids["answer"] in results
@@ -300,22 +312,22 @@ def test_search_box_searches_or_says_why_not(ledger_server: Any, seeded: Seeded)
 
 
 def test_a_5000_event_session_pages_and_renders_quickly(
-    ledger_server: Any, agent_name: str, capsys: pytest.CaptureFixture[str]
+    store_server: Any, agent_name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    long = seed_long_session(ledger_server.url, ledger_server.headers(), agent_name, count=5000)
+    long = seed_long_session(store_server.url, store_server.headers(), agent_name, count=5000)
     path = f"/ui/sessions/{long.session_id}"
     timings = []
     for _ in range(3):
         started = time.perf_counter()
-        response = get(ledger_server, path)
+        response = get(store_server, path)
         timings.append((time.perf_counter() - started) * 1000)
     assert response.status_code == 200
     assert len(ROW_IDS.findall(response.text)) == 200
     assert "page 1 of 25" in response.text
-    last = get(ledger_server, path, params={"focus": long.ids["last"]}).text
+    last = get(store_server, path, params={"focus": long.ids["last"]}).text
     assert "page 25 of 25" in last
     assert f'class="ev focus" id="e-{long.ids["last"]}"' in last
-    big = get(ledger_server, path, params={"per_page": 1000, "page": 5}).text
+    big = get(store_server, path, params={"per_page": 1000, "page": 5}).text
     assert len(ROW_IDS.findall(big)) == 1000 and "page 5 of 5" in big
     with capsys.disabled():
         print(
@@ -325,20 +337,20 @@ def test_a_5000_event_session_pages_and_renders_quickly(
 
 
 def test_agent_page_draws_baseline_against_recent_when_the_route_exists(
-    ledger_server: Any, agent_name: str
+    store_server: Any, agent_name: str
 ) -> None:
-    paths = httpx.get(f"{ledger_server.url}/openapi.json").json()["paths"]
-    seed_drifting_sessions(ledger_server.url, ledger_server.headers(), agent_name)
-    page = get(ledger_server, f"/ui/agents/{agent_name}").text
+    paths = httpx.get(f"{store_server.url}/openapi.json").json()["paths"]
+    seed_drifting_sessions(store_server.url, store_server.headers(), agent_name)
+    page = get(store_server, f"/ui/agents/{agent_name}").text
     section = page.split('id="baseline"', 1)[1].split("</section>", 1)[0]
     if "/v1/agents/{agent}/baseline" not in paths:
         assert 'id="baseline-unavailable"' in section
         return
     # Every session counts as recent by the route's default; the page picks the last third.
     api = httpx.get(
-        f"{ledger_server.url}/v1/agents/{agent_name}/baseline",
+        f"{store_server.url}/v1/agents/{agent_name}/baseline",
         params={"recent_window": 10},
-        headers=ledger_server.headers(),
+        headers=store_server.headers(),
     ).json()
     verdict = section.split('id="baseline-verdict"', 1)[1].split("</dl>", 1)[0]
     assert f"<dd>{api['verdict']}</dd>" in verdict and "drift" in api["verdict"]
@@ -348,7 +360,7 @@ def test_agent_page_draws_baseline_against_recent_when_the_route_exists(
     assert section.count('class="recent"') >= 3
     assert "tool_result:lookup_order -&gt; tool_call:issue_refund" in section
     # An explicit window is passed through.
-    again = get(ledger_server, f"/ui/agents/{agent_name}", params={"recent": 25}).text
+    again = get(store_server, f"/ui/agents/{agent_name}", params={"recent": 25}).text
     assert 'name="recent" min="1" max="100000" value="25"' in again
 
 
@@ -378,7 +390,7 @@ print(ui.status_code, health.status_code, ui.text)
 
 
 def test_a_session_of_two_agents_shows_both_or_one_when_filtered(
-    ledger_server: Any, agent_name: str
+    store_server: Any, agent_name: str
 ) -> None:
     from ._seed import post_events
 
@@ -386,8 +398,8 @@ def test_a_session_of_two_agents_shows_both_or_one_when_filtered(
     triage, billing = f"{agent_name}-triage", f"{agent_name}-billing"
     first = str(uuid.uuid4())
     post_events(
-        ledger_server.url,
-        ledger_server.headers(),
+        store_server.url,
+        store_server.headers(),
         [
             {
                 "event_id": first,
@@ -407,12 +419,12 @@ def test_a_session_of_two_agents_shows_both_or_one_when_filtered(
             },
         ],
     )
-    both = get(ledger_server, f"/ui/sessions/{session}").text
+    both = get(store_server, f"/ui/sessions/{session}").text
     assert len(ROW_IDS.findall(both)) == 2
     assert f"<small>{triage}</small>" in both and f"<small>{billing}</small>" in both
-    only = get(ledger_server, f"/ui/sessions/{session}", params={"agent": billing}).text
+    only = get(store_server, f"/ui/sessions/{session}", params={"agent": billing}).text
     assert len(ROW_IDS.findall(only)) == 1 and "issue_refund" in only
     assert "refund please" not in only
-    index = get(ledger_server, "/ui/", params={"agent": triage}).text
+    index = get(store_server, "/ui/", params={"agent": triage}).text
     assert f"/ui/sessions/{session}?agent={triage}" in index
     assert f'href="/ui/agents/{billing}"' in index  # the session's other agent is listed

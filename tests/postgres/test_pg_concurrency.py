@@ -1,4 +1,4 @@
-"""Several server processes on one PostgreSQL database (issue 9, "Tests").
+"""Several server processes on one PostgreSQL database.
 
 * four writer processes on one agent through two servers: every event stored once, the
   agent's ``sequence_no`` is exactly 1..N, the chain verifies;

@@ -10,7 +10,7 @@ import httpx
 import orjson
 import psycopg
 
-from agentledger.server._store._postgres_query import search_vector, tsquery_text
+from agentledger.server._search.postgres import search_vector, tsquery_text
 
 
 def test_search_vector_splits_and_folds_like_unicode61() -> None:

@@ -1,10 +1,10 @@
-"""Fixtures of the query-feature suite (issue 3).
+"""Fixtures of the query-feature suite.
 
 * ``query_client``: an ``httpx.AsyncClient`` on the app in-process (ASGI transport, with the
   app's lifespan running, so the background indexer works as in ``agentledger serve``),
-  parametrized over the stores: ``sqlite`` always, ``postgres`` when
-  ``AGENTLEDGER_TEST_POSTGRES_DSN`` names a database (marked ``postgres``). Tests isolate by
-  unique agent names, so the PostgreSQL database may be shared.
+  parametrised over the stores by ``store_kind`` (``tests/conftest.py``): ``sqlite`` always,
+  ``postgres`` when ``AGENTLEDGER_TEST_POSTGRES_DSN`` names a database (marked ``postgres``).
+  Tests isolate by unique agent names, so one PostgreSQL database serves the whole suite.
 * ``embeddings_server``: a small real HTTP server on loopback speaking the OpenAI
   ``POST /v1/embeddings`` shape with deterministic vectors (hashed bag of words, 64 dims), so
   texts sharing words are close; it counts requests and can be told to fail.
@@ -26,18 +26,13 @@ import httpx
 import numpy as np
 import pytest
 
-from _stores import postgres_database, require_postgres
+from _stores import postgres_database
 from agentledger.server import Settings, create_app
 
 QUERY_KEY = "query-test-key"
 DIM = 64
 
 pytestmark = pytest.mark.server
-
-STORES = [
-    "sqlite",
-    pytest.param("postgres", marks=pytest.mark.postgres),
-]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -47,10 +42,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def query_pg_database() -> Iterator[str]:
+def query_pg_database(pg_admin_dsn: str) -> Iterator[str]:
     """A throw-away PostgreSQL database for the whole query suite (dropped at the end); tests
-    isolate inside it by unique agent names. Skips without ``AGENTLEDGER_TEST_POSTGRES_DSN``."""
-    with postgres_database(require_postgres(), prefix="agentledger_q") as url:
+    isolate inside it by unique agent names."""
+    with postgres_database(pg_admin_dsn, prefix="agentledger_q") as url:
         yield url
 
 
@@ -60,13 +55,6 @@ def store_url(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
         url: str = request.getfixturevalue("query_pg_database")
         return url
     return str(tmp_path / "query.db")
-
-
-@pytest.fixture(params=STORES)
-def store_kind(request: pytest.FixtureRequest) -> str:
-    """Which store the test runs on."""
-    kind: str = request.param
-    return kind
 
 
 @pytest.fixture

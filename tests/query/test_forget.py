@@ -10,6 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
+from _stores import is_postgres, sql_connection
+
 from ._helpers import batch, ids, log, search, wait_embedded
 
 
@@ -140,29 +142,50 @@ async def test_read_only_key_cannot_forget(
     assert response.status_code == 403
 
 
+def _fault_sql(db: str, agent: str) -> tuple[list[str], list[str]]:
+    """Statements creating, then dropping, a trigger that fails any update of ``record`` of
+    ``agent``'s events (a real database fault inside the forget transaction)."""
+    if is_postgres(db):
+        return (
+            [
+                "CREATE FUNCTION fail_forget() RETURNS trigger LANGUAGE plpgsql AS "
+                "$$BEGIN RAISE EXCEPTION 'injected fault'; END$$",
+                "CREATE TRIGGER fail_forget BEFORE UPDATE OF record ON events FOR EACH ROW "
+                f"WHEN (OLD.agent = '{agent}') EXECUTE FUNCTION fail_forget()",
+            ],
+            ["DROP TRIGGER fail_forget ON events", "DROP FUNCTION fail_forget()"],
+        )
+    return (
+        [
+            "CREATE TRIGGER fail_forget BEFORE UPDATE OF record ON events "
+            f"WHEN OLD.agent = '{agent}' BEGIN SELECT RAISE(ABORT, 'injected fault'); END"
+        ],
+        ["DROP TRIGGER fail_forget"],
+    )
+
+
 @pytest.mark.allow_internal_errors
 async def test_failure_inside_the_transaction_erases_nothing(
-    query_client: httpx.AsyncClient, agent_name: str, query_db: str, store_kind: str
+    query_client: httpx.AsyncClient, agent_name: str, query_db: str
 ) -> None:
-    if store_kind != "sqlite":
-        pytest.skip("the fault is injected with an SQLite trigger")
     written = await log(query_client, agent_name, "user_message", {"uid": "atomic", "t": "zeta"})
     await search(query_client, "zeta", agent=agent_name)  # indexed
-    # A real database fault in the middle of the forget transaction: deleting embeddings fails.
-    with sqlite3.connect(query_db) as db:
-        db.execute(
-            "CREATE TRIGGER fail_forget BEFORE UPDATE OF record ON events "
-            "BEGIN SELECT RAISE(ABORT, 'injected fault'); END"
+    create, drop = _fault_sql(query_db, agent_name)
+    with sql_connection(query_db) as db:
+        for statement in create:
+            db.execute(statement)
+    try:
+        response = await forget(
+            query_client, {"filter_key": "uid", "filter_value": "atomic", "agent": agent_name}
         )
-    response = await forget(
-        query_client, {"filter_key": "uid", "filter_value": "atomic", "agent": agent_name}
-    )
+    finally:
+        with sql_connection(query_db) as db:
+            for statement in drop:
+                db.execute(statement)
     assert response.status_code == 500
     event = (await query_client.get(f"/v1/events/{written['event_id']}")).json()
     assert event["data"]["uid"] == "atomic"
     assert ids(await search(query_client, "zeta", agent=agent_name)) == [written["event_id"]]
-    with sqlite3.connect(query_db) as db:
-        db.execute("DROP TRIGGER fail_forget")
     again = (
         await forget(
             query_client, {"filter_key": "uid", "filter_value": "atomic", "agent": agent_name}
@@ -231,15 +254,14 @@ async def test_forget_deletes_embeddings_too(
     query_db: str,
     agent_name: str,
     embeddings_server: Any,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from agentledger.server import Settings, create_app
+    from agentledger.server._settings import EmbeddingConfig
 
     from .conftest import QUERY_KEY
 
-    monkeypatch.setenv("AGENTLEDGER_EMBEDDINGS_URL", embeddings_server.url)
-    monkeypatch.setenv("AGENTLEDGER_EMBEDDINGS_MODEL", "bow-64")
-    app = create_app(Settings(db=query_db, dev_key=QUERY_KEY))
+    embeddings = EmbeddingConfig(url=embeddings_server.url, model="bow-64")
+    app = create_app(Settings(db=query_db, dev_key=QUERY_KEY, embeddings=embeddings))
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(

@@ -10,7 +10,7 @@ import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentledger.server._query._sqlite import TEXT_OF
+from agentledger.server._search.sqlite import TEXT_OF
 
 
 @settings(

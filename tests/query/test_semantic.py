@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from agentledger.server import Settings, create_app
+from agentledger.server._settings import EmbeddingConfig
 
 from ._helpers import ids, log, search, wait_embedded
 from .conftest import QUERY_KEY, EmbeddingsServer
@@ -18,12 +19,10 @@ from .conftest import QUERY_KEY, EmbeddingsServer
 
 @pytest.fixture
 async def semantic_client(
-    query_db: str, embeddings_server: EmbeddingsServer, monkeypatch: pytest.MonkeyPatch
+    query_db: str, embeddings_server: EmbeddingsServer
 ) -> AsyncIterator[httpx.AsyncClient]:
-    monkeypatch.setenv("AGENTLEDGER_EMBEDDINGS_URL", embeddings_server.url)
-    monkeypatch.setenv("AGENTLEDGER_EMBEDDINGS_MODEL", "bow-64")
-    monkeypatch.setenv("AGENTLEDGER_EMBEDDINGS_BATCH", "8")
-    app = create_app(Settings(db=query_db, dev_key=QUERY_KEY))
+    embeddings = EmbeddingConfig(url=embeddings_server.url, model="bow-64", batch=8)
+    app = create_app(Settings(db=query_db, dev_key=QUERY_KEY, embeddings=embeddings))
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(

@@ -1,13 +1,14 @@
-"""Fixtures for the server suite: an in-process app (httpx ASGITransport) on a fresh SQLite file.
+"""Fixtures for the server suite: an in-process app (httpx ASGITransport) on a fresh ledger of
+each store kind (``store_db`` of ``tests/conftest.py``: SQLite, and PostgreSQL when
+configured).
 
 Route tests that need no real socket use ``app_client``; end-to-end tests use the real
-``ledger_server`` / ``server_factory`` fixtures of ``tests/conftest.py``.
+``ledger_server`` / ``store_server`` / ``server_factory`` fixtures of ``tests/conftest.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -27,8 +28,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture
-def app_db(tmp_path: Path) -> str:
-    return str(tmp_path / "ledger.db")
+def app_db(store_db: str) -> str:
+    return store_db
 
 
 @pytest.fixture

@@ -1,4 +1,10 @@
-"""Malformed requests get a 4xx naming the field: never a 500, never a partial write."""
+"""Malformed requests get a 4xx naming the field: never a 500, never a partial write (on
+either store).
+
+PostgreSQL text cannot hold U+0000: there an item whose ``event``, ``session_id`` or
+``idempotency_key`` holds one is a 422 naming the field (alone, in a batch), never a 500; in
+``data`` it is stored (the canonical record is bytes) and read back unchanged on both stores.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from _stores import POSTGRES_ONLY
 from agentledger.server import Settings, create_app
 
 KEY = "bad-input-key"
@@ -34,8 +41,8 @@ def nested(depth: int) -> str:
 
 
 @pytest.fixture
-def small_app(tmp_path: Any) -> Iterator[FastAPI]:
-    app = create_app(Settings(db=str(tmp_path / "b.db"), dev_key=KEY, max_body_bytes=64_000))
+def small_app(store_db: str) -> Iterator[FastAPI]:
+    app = create_app(Settings(db=store_db, dev_key=KEY, max_body_bytes=64_000))
     yield app
     app.state.store.close()
 
@@ -201,3 +208,32 @@ async def test_import_bad_lines_fail_alone(client: httpx.AsyncClient) -> None:
     assert (result["imported"], result["failed"]) == (1, 2)
     assert [e["index"] for e in result["errors"]] == [1, 2]
     assert "event_id" in result["errors"][0]["detail"] and "data" in result["errors"][1]["detail"]
+
+
+@POSTGRES_ONLY
+@pytest.mark.parametrize("field", ["event", "session_id", "idempotency_key"])
+async def test_nul_in_indexed_text_is_422_naming_the_field(
+    client: httpx.AsyncClient, field: str
+) -> None:
+    bad = body(**{field: "a\x00b"})
+    response = await client.post("/v1/events", json=bad)
+    assert response.status_code == 422 and field in response.text, response.text
+    batch = await client.post(
+        "/v1/events/batch",
+        json={"events": [body(), bad, {**body(), "parent_index": 1}, body()]},
+    )
+    results = batch.json()["results"]
+    assert [r["ok"] for r in results] == [True, False, False, True]
+    assert field in results[1]["error"] and "parent_index" in results[2]["error"]
+    assert [r["sequence_no"] for r in results if r["ok"]] == [1, 2]
+    chain = (await client.get("/v1/events/chain", params={"agent": AGENT})).json()
+    assert chain["intact"] and chain["verified"] == 2
+
+
+async def test_nul_in_data_is_stored_and_read_back(client: httpx.AsyncClient) -> None:
+    data = {"text": "a\x00b", "escaped": "\\u0000", "nested": [{"k": "\x00"}]}
+    written = (await client.post("/v1/events", json=body(data=data))).json()
+    got = (await client.get(f"/v1/events/{written['event_id']}")).json()
+    assert got["data"] == data and got["checksum"] == written["checksum"]
+    chain = (await client.get("/v1/events/chain", params={"agent": AGENT})).json()
+    assert chain["intact"]

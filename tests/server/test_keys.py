@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -14,6 +13,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from _stores import dump_text, sql_connection
 from agentledger.server import Settings, StartupRefused, create_app
 from agentledger.server._auth import new_key
 from agentledger.server._store import open_store
@@ -22,8 +22,8 @@ DEV = "keys-dev-key"
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "keys.db")
+def db(store_db: str) -> str:
+    return store_db
 
 
 @pytest.fixture
@@ -57,10 +57,12 @@ async def test_key_is_shown_once_and_stored_hashed(app: FastAPI, db: str) -> Non
         listed = (await admin.get("/v1/keys")).json()
     assert [k["key_id"] for k in listed] == [created["key_id"]]
     assert "key" not in listed[0] and raw not in str(listed)
-    with sqlite3.connect(db) as conn:
-        stored = conn.execute("SELECT key_hash FROM api_keys").fetchall()
-        dump = "\n".join(conn.iterdump())
-    assert stored == [(hashlib.sha256(raw.encode()).hexdigest(),)]
+    with sql_connection(db) as conn:
+        stored = conn.execute("SELECT key_hash, name, scope FROM api_keys").fetchall()
+    dump = dump_text(db)
+    assert [tuple(row) for row in stored] == [
+        (hashlib.sha256(raw.encode()).hexdigest(), "k", "read_write")
+    ]
     assert raw not in dump
     async with client_for(app, raw) as user:
         assert (await user.post("/v1/events", json=_ev("k1"))).status_code == 201
@@ -169,14 +171,14 @@ async def test_public_bind_with_real_keys_ignores_the_dev_key(db: str) -> None:
         app.state.store.close()
 
 
-def test_serve_cli_refuses_public_bind_without_keys(tmp_path: Path) -> None:
+def test_serve_cli_refuses_public_bind_without_keys(db: str) -> None:
     exe = Path(sys.executable).parent / "agentledger"
     proc = subprocess.run(
         [
             str(exe),
             "serve",
             "--db",
-            str(tmp_path / "p.db"),
+            db,
             "--host",
             "0.0.0.0",
             "--port",
@@ -191,9 +193,8 @@ def test_serve_cli_refuses_public_bind_without_keys(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "refusing to serve" in proc.stderr
 
 
-def test_keys_admin_cli_bootstraps_a_key(tmp_path: Path) -> None:
+def test_keys_admin_cli_bootstraps_a_key(db: str) -> None:
     exe = Path(sys.executable).parent / "agentledger"
-    db = str(tmp_path / "boot.db")
     proc = subprocess.run(
         [str(exe), "keys-admin", "create", "--db", db, "--name", "ops", "--scope", "read_only"],
         capture_output=True,

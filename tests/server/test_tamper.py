@@ -1,17 +1,17 @@
-"""Tampering with the SQLite file: verify pinpoints each change; anchors catch truncation."""
+"""Tampering with the stored rows behind the server's back (SQLite file or PostgreSQL tables):
+verify pinpoints each change; anchors catch truncation."""
 
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 import pytest
 
+from _stores import POSTGRES_ONLY, SQLITE_ONLY, SqlConnection, sql_connection
 from agentledger.server import Settings, create_app
 
 KEY = "tamper-key"
@@ -19,8 +19,8 @@ AGENT = "audited"
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> str:
-    return str(tmp_path / "tamper.db")
+def db_path(store_db: str) -> str:
+    return store_db
 
 
 def make_client(db_path: str, chain_key: str | None = None) -> tuple[Any, httpx.AsyncClient]:
@@ -42,10 +42,9 @@ async def client(db_path: str) -> Any:
 
 
 @pytest.fixture
-def sql(db_path: str) -> Iterator[sqlite3.Connection]:
-    conn = sqlite3.connect(db_path, isolation_level=None)
-    yield conn
-    conn.close()
+def sql(db_path: str) -> Iterator[SqlConnection]:
+    with sql_connection(db_path) as conn:
+        yield conn
 
 
 async def write(client: httpx.AsyncClient, n: int = 10) -> list[dict[str, Any]]:
@@ -75,7 +74,7 @@ async def test_untouched_chain_is_intact(client: httpx.AsyncClient) -> None:
 
 
 async def test_edited_record_is_content_changed(
-    client: httpx.AsyncClient, sql: sqlite3.Connection
+    client: httpx.AsyncClient, sql: SqlConnection
 ) -> None:
     results = await write(client)
     record = sql.execute(
@@ -97,8 +96,9 @@ async def test_edited_record_is_content_changed(
         ("42", "not JSON text"),
     ],
 )
+@SQLITE_ONLY
 async def test_record_stored_as_another_sql_type_is_reported_not_a_500(
-    client: httpx.AsyncClient, sql: sqlite3.Connection, expression: str, detail: str | None
+    client: httpx.AsyncClient, sql: SqlConnection, expression: str, detail: str | None
 ) -> None:
     """SQLite is dynamically typed: an edit by SQL can leave TEXT or a number in ``record``."""
     await write(client)
@@ -112,7 +112,7 @@ async def test_record_stored_as_another_sql_type_is_reported_not_a_500(
 
 
 async def test_edited_column_is_content_changed(
-    client: httpx.AsyncClient, sql: sqlite3.Connection
+    client: httpx.AsyncClient, sql: SqlConnection
 ) -> None:
     await write(client)
     sql.execute("UPDATE events SET event='other' WHERE agent=? AND sequence_no=5", (AGENT,))
@@ -120,7 +120,7 @@ async def test_edited_column_is_content_changed(
 
 
 async def test_edit_with_recomputed_checksum_breaks_the_link(
-    client: httpx.AsyncClient, sql: sqlite3.Connection
+    client: httpx.AsyncClient, sql: SqlConnection
 ) -> None:
     await write(client)
     record = sql.execute(
@@ -136,7 +136,7 @@ async def test_edit_with_recomputed_checksum_breaks_the_link(
     assert "chain link" in report["problems"][0]["detail"]
 
 
-async def test_deleted_row_is_missing(client: httpx.AsyncClient, sql: sqlite3.Connection) -> None:
+async def test_deleted_row_is_missing(client: httpx.AsyncClient, sql: SqlConnection) -> None:
     results = await write(client)
     sql.execute("DELETE FROM events WHERE agent=? AND sequence_no=4", (AGENT,))
     report = await verify(client)
@@ -145,9 +145,7 @@ async def test_deleted_row_is_missing(client: httpx.AsyncClient, sql: sqlite3.Co
     assert "expected sequence_no 4" in report["problems"][0]["detail"]
 
 
-async def test_reordered_rows_are_reported(
-    client: httpx.AsyncClient, sql: sqlite3.Connection
-) -> None:
+async def test_reordered_rows_are_reported(client: httpx.AsyncClient, sql: SqlConnection) -> None:
     await write(client)
     sql.execute("UPDATE events SET sequence_no=-1 WHERE agent=? AND sequence_no=2", (AGENT,))
     sql.execute("UPDATE events SET sequence_no=2 WHERE agent=? AND sequence_no=3", (AGENT,))
@@ -157,7 +155,7 @@ async def test_reordered_rows_are_reported(
 
 
 async def test_deleted_tail_is_caught_by_the_head(
-    client: httpx.AsyncClient, sql: sqlite3.Connection
+    client: httpx.AsyncClient, sql: SqlConnection
 ) -> None:
     await write(client)
     sql.execute("DELETE FROM events WHERE agent=? AND sequence_no>8", (AGENT,))
@@ -166,7 +164,7 @@ async def test_deleted_tail_is_caught_by_the_head(
 
 
 async def test_anchor_catches_tail_truncation(
-    client: httpx.AsyncClient, sql: sqlite3.Connection
+    client: httpx.AsyncClient, sql: SqlConnection
 ) -> None:
     await write(client)
     anchor = (await verify(client))["chain_head"]
@@ -193,7 +191,7 @@ async def test_anchor_allows_incremental_verification(client: httpx.AsyncClient)
 
 
 async def test_rewritten_history_does_not_match_the_anchor(
-    client: httpx.AsyncClient, sql: sqlite3.Connection
+    client: httpx.AsyncClient, sql: SqlConnection
 ) -> None:
     await write(client)
     head = (await verify(client))["chain_head"]
@@ -208,14 +206,26 @@ async def test_hmac_chain_detects_a_full_rewrite(db_path: str) -> None:
     async with client:
         await write(client)
         assert (await verify(client))["intact"]
-        with sqlite3.connect(db_path, isolation_level=None) as sql:
+        with sql_connection(db_path) as sql:
             _rewrite_chain(sql, from_seq=4, key=None)  # the forger has no HMAC key
         report = await verify(client)
     app.state.store.close()
     assert kinds(report)[0] == ("content_changed", 4)
 
 
-def _rewrite_chain(sql: sqlite3.Connection, *, from_seq: int, key: None) -> None:
+@POSTGRES_ONLY
+@pytest.mark.parametrize("raw", [b"42", b'"text"', b"[1, 2]"])
+async def test_record_replaced_by_other_bytes_is_content_changed(
+    client: httpx.AsyncClient, sql: SqlConnection, raw: bytes
+) -> None:
+    """PostgreSQL enforces ``bytea`` (and refuses non-JSON bytes through the generated
+    ``jsonb`` column): JSON that is not an object is what an edit can leave."""
+    await write(client)
+    sql.execute("UPDATE events SET record=? WHERE agent=? AND sequence_no=2", (raw, AGENT))
+    assert kinds(await verify(client)) == [("content_changed", 2)]
+
+
+def _rewrite_chain(sql: SqlConnection, *, from_seq: int, key: None) -> None:
     """Edit ``data.i`` of ``from_seq`` and recompute checksums and SHA-256 links after it."""
     rows = sql.execute(
         "SELECT sequence_no, record, chain_hash FROM events WHERE agent=? ORDER BY sequence_no",

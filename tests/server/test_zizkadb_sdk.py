@@ -1,4 +1,5 @@
-"""The public reference client zizkadb-sdk 0.5.0 works unchanged against ``agentledger serve``."""
+"""The public reference client zizkadb-sdk 0.5.0 works unchanged against ``agentledger serve``,
+on either store (``store_server``)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ zizkadb = pytest.importorskip("zizkadb")
 
 
 @pytest.fixture
-def db(ledger_server: Any) -> Any:
-    return zizkadb.ZizkaDB(api_key=ledger_server.api_key, host=ledger_server.url)
+def db(store_server: Any) -> Any:
+    return zizkadb.ZizkaDB(api_key=store_server.api_key, host=store_server.url)
 
 
 async def test_log_returns_ids_chain_and_sequence(db: Any, agent_name: str) -> None:
@@ -128,18 +129,18 @@ async def test_agents_lists_counts(db: Any, agent_name: str) -> None:
     assert info[agent_name].first_seen <= info[agent_name].last_seen
 
 
-async def test_wrong_key_is_auth_error(ledger_server: Any, agent_name: str) -> None:
-    db = zizkadb.ZizkaDB(api_key="not-a-key", host=ledger_server.url)
+async def test_wrong_key_is_auth_error(store_server: Any, agent_name: str) -> None:
+    db = zizkadb.ZizkaDB(api_key="not-a-key", host=store_server.url)
     with pytest.raises(zizkadb.AuthError):
         await db.log(agent=agent_name, event="e", data={})
 
 
-async def test_why_reports_missing_parent(db: Any, ledger_server: Any, agent_name: str) -> None:
+async def test_why_reports_missing_parent(db: Any, store_server: Any, agent_name: str) -> None:
     ghost = str(uuid.uuid4())
     child = await db.log(agent=agent_name, event="e", data={}, parent_id=ghost)
     chain = await db.why(child.event_id)
     assert chain.orphan and not chain.chain_complete
     raw = httpx.get(
-        f"{ledger_server.url}/v1/events/{child.event_id}/why", headers=ledger_server.headers()
+        f"{store_server.url}/v1/events/{child.event_id}/why", headers=store_server.headers()
     ).json()
     assert raw["missing_parent"] == ghost

@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from sqlalchemy.exc import OperationalError
 from starlette.types import ASGIApp
 
+from agentledger.protocol.errors import LedgerError
 from agentledger.server._http import NulGuardMiddleware, RequestIdMiddleware, json_response
 from agentledger.server._routes import catalog, events, health, keys, ledger, query
 from agentledger.server._routes.health import server_version
@@ -39,7 +40,7 @@ def _database_busy(exc: BaseException) -> bool:
     return "database is locked" in str(orig)  # SQLite busy timeout
 
 
-class StartupRefused(RuntimeError):
+class StartupRefused(LedgerError, RuntimeError):
     """The configuration would expose the ledger without real keys."""
 
 
@@ -73,7 +74,12 @@ def create_app(
             (a dev key alone is only honoured on loopback; wire contract, "General"). On
             loopback without any key the app starts and logs a warning.
     """
-    store = store or open_store(settings.db, chain_key=settings.chain_key)
+    store = store or open_store(
+        settings.db,
+        chain_key=settings.chain_key,
+        pg_pool_size=settings.pg_pool_size,
+        pg_statement_timeout_s=settings.pg_statement_timeout_s,
+    )
     if not settings.dev_key_active and store.count_active_keys() == 0:
         if not is_loopback(settings.host):
             store.close()
@@ -141,8 +147,8 @@ def create_app(
     app.include_router(ledger.router)
     app.include_router(catalog.router)
     app.include_router(keys.router)
-    app.include_router(query.router)  # search, baselines, at, forget, memory (issue 3)
-    mount_dashboard(app)  # /ui/ pages + /ui/static (issue 10)
+    app.include_router(query.router)  # search, baselines, at, forget, memory
+    mount_dashboard(app)  # /ui/ pages + /ui/static
     for router in extra_routers:
         app.include_router(router)
     app.include_router(events.lineage_router)

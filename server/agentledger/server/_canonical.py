@@ -1,17 +1,8 @@
-"""RFC 8785 (JCS) canonical JSON of a stored record, with a measured fast path.
+"""RFC 8785 (JCS) canonical JSON of a stored record, with a fast path (orjson, sorted keys)
+for values without floats and with ASCII keys, and :func:`inspect_value`, which enforces the
+input limits and decides whether the fast path applies.
 
-The chain and checksums hash ``canonical(record)``. The reference implementation is the
-``rfc8785`` library (pure Python, about 20 µs for a typical event). For values without floats
-and with ASCII-only object keys, ``orjson.dumps(..., OPT_SORT_KEYS)`` produces the same bytes
-(about 0.4 µs): both escape exactly ``"``, ``\\`` and U+0000–U+001F (short forms for
-``\\b \\f \\n \\r \\t``, lowercase ``\\u00xx`` otherwise), emit every other code point as UTF-8,
-print integers in the safe range the same, and sort ASCII keys identically (UTF-16 code-unit
-order equals byte order for ASCII). Floats differ (ECMAScript number formatting) and non-ASCII
-keys may sort differently above U+FFFF, so those take the ``rfc8785`` path. The equivalence is
-checked by a hypothesis property test (``tests/server/test_canonical.py``).
-
-:func:`inspect_value` walks user JSON once (iteratively) to enforce the input limits and to
-decide whether the fast path applies.
+Design (why the fast path gives the same bytes): ``docs/design/server-chain.md``.
 """
 
 from __future__ import annotations
@@ -22,6 +13,8 @@ from typing import Any
 
 import orjson
 import rfc8785
+
+from agentledger.protocol.errors import LedgerError
 
 __all__ = [
     "MAX_SAFE_INTEGER",
@@ -36,7 +29,7 @@ __all__ = [
 MAX_SAFE_INTEGER = 2**53 - 1
 
 
-class InputLimitError(ValueError):
+class InputLimitError(LedgerError, ValueError):
     """A JSON value breaks a limit; ``path`` locates the offending node (keys and indexes)."""
 
     def __init__(self, path: tuple[str | int, ...], message: str) -> None:

@@ -1,22 +1,8 @@
-"""The per-agent hash chain (wire contract, "Hash chain") and its verification.
+"""The per-agent hash chain (wire contract, "Hash chain") and its verification, which reports
+each problem (``missing_or_reordered``, ``content_changed``, ``truncated_after_anchor``,
+``anchor_mismatch``) where it is.
 
-``chain_hash[n] = H(chain_hash[n-1] || canonical(record[n]))`` where ``chain_hash[n-1]`` is the
-previous link's lowercase hex digest as ASCII bytes (empty for the agent's first event) and
-``H`` is SHA-256, or HMAC-SHA256 keyed with the server chain key. ``checksum`` is always plain
-SHA-256 of ``canonical(record)``.
-
-Verification walks the stored rows of one agent in ``sequence_no`` order and reports each
-problem where it is, with event id and sequence number:
-
-* ``missing_or_reordered``: a gap in the sequence (a deleted row) or a row whose record carries
-  another sequence number (rows moved);
-* ``content_changed``: the record no longer matches its checksum, its indexed columns, or its
-  chain link;
-* ``truncated_after_anchor``: the head is behind a saved anchor, or the anchor row is gone;
-* ``anchor_mismatch``: the row at the anchor's sequence number has another chain hash.
-
-Each row is checked against the *stored* link of its predecessor, so one edited row is
-reported once, not as a cascade.
+Design: ``docs/design/server-chain.md``.
 """
 
 from __future__ import annotations

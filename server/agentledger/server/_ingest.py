@@ -1,7 +1,7 @@
 """Turn validated request items into :class:`PreparedEvent` rows for the store.
 
 Preparation happens before the store's write lock: input limits (depth, integer range),
-write-time redaction (before the checksum, issue 2), timestamp normalisation and the body
+write-time redaction (before the checksum), timestamp normalisation and the body
 fingerprint that decides *duplicate* versus *conflict* for repeated ``event_id`` or
 ``idempotency_key``.
 """
@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
+from agentledger.protocol.errors import LedgerError
 from agentledger.protocol.redaction import redact
 from agentledger.server._canonical import InputLimitError, inspect_value
 from agentledger.server._schemas import BatchItemIn, EventIn
@@ -36,7 +37,7 @@ _ITEM = TypeAdapter(BatchItemIn)
 _ITEMS = TypeAdapter(list[BatchItemIn])
 
 
-class ItemError(ValueError):
+class ItemError(LedgerError, ValueError):
     """A bad item: HTTP-like ``status`` and a ``detail`` naming the field."""
 
     def __init__(self, status: int, detail: str, loc: tuple[str | int, ...] = ()) -> None:

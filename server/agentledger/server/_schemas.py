@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from agentledger.protocol import limits
+from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_EVENT_TYPE_CHARS, MAX_SESSION_CHARS
 
 __all__ = [
     "AGENT_PATTERN",
@@ -46,12 +47,12 @@ AGENT_PATTERN = limits.AGENT_PATTERN
 #: string: building ``uuid.UUID`` objects cost half of batch validation.
 UUID_PATTERN = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
 
-AgentName = Annotated[str, Field(pattern=AGENT_PATTERN, min_length=1, max_length=255)]
+AgentName = Annotated[str, Field(pattern=AGENT_PATTERN, min_length=1, max_length=MAX_AGENT_CHARS)]
 UUIDStr = Annotated[str, Field(pattern=UUID_PATTERN, min_length=36, max_length=36)]
 # U+0000 cannot be stored as text by PostgreSQL: refused at the API on every store.
 NO_NUL = limits.NO_NUL_PATTERN
-EventType = Annotated[str, Field(min_length=1, max_length=255, pattern=NO_NUL)]
-SessionId = Annotated[str, Field(max_length=255, pattern=NO_NUL)]
+EventType = Annotated[str, Field(min_length=1, max_length=MAX_EVENT_TYPE_CHARS, pattern=NO_NUL)]
+SessionId = Annotated[str, Field(max_length=MAX_SESSION_CHARS, pattern=NO_NUL)]
 IdempotencyKey = Annotated[str, Field(min_length=1, max_length=255, pattern=NO_NUL)]
 Importance = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 

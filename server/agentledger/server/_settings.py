@@ -1,27 +1,42 @@
 """Server configuration: one frozen dataclass, environment variables as defaults.
 
-Each environment variable is read once by :meth:`Settings.from_env`; command-line options and
-constructor arguments override it (style.md point 14).
+This module is the only place on the server side that reads the environment: each variable is
+read once by :meth:`Settings.from_env`, and command-line options and constructor arguments
+override it. Everything below it (store, query features, workers) gets its values passed down
+from :class:`Settings`.
 
-| variable | default | meaning |
-|---|---|---|
-| ``AGENTLEDGER_DB`` | ``agentledger.db`` | SQLite file path (or ``postgresql://`` URL, own issue) |
-| ``AGENTLEDGER_DEV_KEY`` | unset | a full-access key accepted only on a loopback bind |
-| ``AGENTLEDGER_CHAIN_KEY`` | unset | HMAC-SHA256 key for chain links (plain SHA-256 when unset) |
-| ``AGENTLEDGER_REDACT_PATTERNS`` | empty | comma list of ``email,phone,card,iban,ipv4`` |
-| ``AGENTLEDGER_MAX_BODY_BYTES`` | ``16777216`` | request body limit in bytes (413 above it) |
-| ``AGENTLEDGER_MAX_JSON_DEPTH`` | ``64`` | nesting limit of ``data``/``metadata`` (422 above it) |
+| variable | field | default | meaning |
+|---|---|---|---|
+| ``AGENTLEDGER_DB`` | ``db`` | ``agentledger.db`` | SQLite file path or ``postgresql://`` URL |
+| ``AGENTLEDGER_DEV_KEY`` | ``dev_key`` | unset | full-access key, honoured on loopback only |
+| ``AGENTLEDGER_CHAIN_KEY`` | ``chain_key`` | unset | HMAC-SHA256 key for chain links |
+| ``AGENTLEDGER_REDACT_PATTERNS`` | ``redact_patterns`` | empty | ``email,phone,card,iban,ipv4`` |
+| ``AGENTLEDGER_MAX_BODY_BYTES`` | ``max_body_bytes`` | ``16777216`` | body limit (413 above) |
+| ``AGENTLEDGER_MAX_JSON_DEPTH`` | ``max_json_depth`` | ``64`` | nesting of ``data``/``metadata`` |
+| ``AGENTLEDGER_SEARCH_INDEXER`` | ``search_indexer`` | ``on`` | ``off``: searches index alone |
+| ``AGENTLEDGER_TIKTOKEN_ENCODING`` | ``tiktoken_encoding`` | ``cl100k_base`` | memory tokens |
+| ``AGENTLEDGER_PG_POOL_SIZE`` | ``pg_pool_size`` | ``10`` | PostgreSQL connections per process |
+| ``AGENTLEDGER_PG_STATEMENT_TIMEOUT_S`` | ``pg_statement_timeout_s`` | ``30`` | statement/lock s |
+| ``AGENTLEDGER_EMBEDDINGS_URL`` | ``embeddings.url`` | unset | ``…/v1`` or ``…/embeddings`` |
+| ``AGENTLEDGER_EMBEDDINGS_MODEL`` | ``embeddings.model`` | unset | required with the URL |
+| ``AGENTLEDGER_EMBEDDINGS_API_KEY`` | ``embeddings.api_key`` | unset | bearer key, never logged |
+| ``AGENTLEDGER_EMBEDDINGS_BATCH`` | ``embeddings.batch`` | ``64`` | texts per worker request |
+| ``AGENTLEDGER_EMBEDDINGS_TIMEOUT_S`` | ``embeddings.timeout_s`` | ``30`` | seconds per request |
+
+Semantic and hybrid search are off while ``AGENTLEDGER_EMBEDDINGS_URL`` is unset
+(``embeddings`` is ``None``).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from agentledger.protocol.redaction import PATTERN_NAMES
 
-__all__ = ["Settings", "is_loopback"]
+__all__ = ["EmbeddingConfig", "Settings", "is_loopback"]
 
 
 def is_loopback(host: str) -> bool:
@@ -37,6 +52,71 @@ def is_loopback(host: str) -> bool:
 def _env_patterns() -> tuple[str, ...]:
     raw = os.environ.get("AGENTLEDGER_REDACT_PATTERNS", "")
     return tuple(p.strip() for p in raw.split(",") if p.strip())
+
+
+def _env_number(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from None
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    """Where and how the server computes embeddings (``Settings.embeddings``).
+
+    Attributes:
+        url: the full ``.../embeddings`` URL (a base URL such as ``http://host:11434/v1`` gets
+            ``/embeddings`` appended).
+        model: the model name sent as ``model``.
+        api_key: bearer key or ``None``.
+        batch: texts per request of the background worker (1..2048).
+        timeout_s: seconds per request.
+
+    Raises:
+        ValueError: an empty URL or model, or a batch size out of range.
+    """
+
+    url: str
+    model: str
+    api_key: str | None = None
+    batch: int = 64
+    timeout_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        url = self.url.strip().rstrip("/")
+        if not url:
+            raise ValueError("the embeddings URL must not be empty")
+        if not url.endswith("/embeddings"):
+            url += "/embeddings"
+        object.__setattr__(self, "url", url)
+        if not self.model.strip():
+            raise ValueError("AGENTLEDGER_EMBEDDINGS_MODEL must be set with the embeddings URL")
+        if not 1 <= self.batch <= 2048:
+            raise ValueError("AGENTLEDGER_EMBEDDINGS_BATCH must be between 1 and 2048")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> EmbeddingConfig | None:
+        """The configuration from ``AGENTLEDGER_EMBEDDINGS_*``, or ``None`` when the URL is
+        unset.
+
+        Raises:
+            ValueError: a URL without a model, or a non-numeric batch/timeout.
+        """
+        env = os.environ if environ is None else environ
+        url = env.get("AGENTLEDGER_EMBEDDINGS_URL", "").strip()
+        if not url:
+            return None
+        return cls(
+            url=url,
+            model=env.get("AGENTLEDGER_EMBEDDINGS_MODEL", "").strip(),
+            api_key=env.get("AGENTLEDGER_EMBEDDINGS_API_KEY") or None,
+            batch=int(env.get("AGENTLEDGER_EMBEDDINGS_BATCH", "64")),
+            timeout_s=float(env.get("AGENTLEDGER_EMBEDDINGS_TIMEOUT_S", "30")),
+        )
 
 
 @dataclass(frozen=True)
@@ -55,6 +135,13 @@ class Settings:
         max_body_bytes: request bodies above this size get 413.
         max_json_depth: ``data``/``metadata`` nested deeper than this get 422.
         max_batch_items: batch size limit (422 above it).
+        search_indexer: run the background full-text indexer (off: every search indexes
+            what is pending itself; the benchmark's "index off" side).
+        tiktoken_encoding: the tiktoken encoding that counts memory-context tokens (an
+            estimate of 4 characters per token when tiktoken or the encoding is missing).
+        pg_pool_size: PostgreSQL connections pooled per process (+ as many overflow).
+        pg_statement_timeout_s: PostgreSQL statement and lock timeout, seconds.
+        embeddings: the embeddings endpoint (``None``: semantic and hybrid search off).
     """
 
     db: str = "agentledger.db"
@@ -66,6 +153,11 @@ class Settings:
     max_body_bytes: int = 16 * 1024 * 1024
     max_json_depth: int = 64
     max_batch_items: int = 500
+    search_indexer: bool = True
+    tiktoken_encoding: str = "cl100k_base"
+    pg_pool_size: int = 10
+    pg_statement_timeout_s: float = 30.0
+    embeddings: EmbeddingConfig | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.redact_patterns) - PATTERN_NAMES
@@ -75,13 +167,16 @@ class Settings:
             )
         if self.max_json_depth < 2 or self.max_json_depth > 512:
             raise ValueError("max_json_depth must be between 2 and 512")
+        if self.pg_pool_size < 1 or self.pg_statement_timeout_s <= 0:
+            raise ValueError("pg_pool_size must be >= 1 and pg_statement_timeout_s > 0")
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
         """Settings from ``AGENTLEDGER_*`` variables, with non-``None`` ``overrides`` on top.
 
         Raises:
-            ValueError: an unknown redaction pattern or a non-integer size variable.
+            ValueError: an unknown redaction pattern, a non-numeric size or timeout variable,
+                or a bad ``AGENTLEDGER_EMBEDDINGS_*`` configuration.
         """
         values: dict[str, object] = {
             "db": os.environ.get("AGENTLEDGER_DB", "agentledger.db"),
@@ -90,11 +185,18 @@ class Settings:
             "redact_patterns": _env_patterns(),
             "max_body_bytes": int(os.environ.get("AGENTLEDGER_MAX_BODY_BYTES", 16 * 1024 * 1024)),
             "max_json_depth": int(os.environ.get("AGENTLEDGER_MAX_JSON_DEPTH", 64)),
+            "search_indexer": os.environ.get("AGENTLEDGER_SEARCH_INDEXER", "on").strip().lower()
+            != "off",
+            "tiktoken_encoding": os.environ.get("AGENTLEDGER_TIKTOKEN_ENCODING", "").strip()
+            or "cl100k_base",
+            "pg_pool_size": int(_env_number("AGENTLEDGER_PG_POOL_SIZE", 10)),
+            "pg_statement_timeout_s": _env_number("AGENTLEDGER_PG_STATEMENT_TIMEOUT_S", 30),
+            "embeddings": EmbeddingConfig.from_env(),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
 
     @property
     def dev_key_active(self) -> bool:
-        """The dev key is honoured only on a loopback bind (wire contract, General)."""
+        """The dev key is honoured only on a loopback bind (wire contract, "General")."""
         return bool(self.dev_key) and is_loopback(self.host)

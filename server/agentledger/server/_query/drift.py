@@ -1,30 +1,8 @@
-"""Baselines and behaviour drift (``/v1/agents/{agent}/baseline`` and ``/behavior-change``).
+"""Baselines and behaviour drift (``/v1/agents/{agent}/baseline`` and ``/behavior-change``):
+sessions reduced to shapes (:func:`session_shapes`), recent against baseline compared by
+:func:`compare` (Jensen–Shannon distance, chi-square, Fisher's test per step).
 
-Sessions are reduced to shapes (:func:`session_shapes`): labels (event type, with the tool or
-step name for ``tool_*`` and ``step_*`` events, so ``tool_call:verify_charge`` differs from
-``tool_call:issue_refund``), parent→child transitions between labels of one session
-(``"tool_call:lookup_order -> tool_call:verify_charge"``), event count, duration, errors
-(``*_error`` events) and tokens (``data.token_usage`` input + output).
-
-:func:`compare` sets recent sessions against the earlier (baseline) ones:
-
-* **divergence**: Jensen–Shannon distance (base 2, in [0, 1]; ``scipy.spatial.distance``) of
-  the event-type and of the transition distributions; ``drift_score`` is the larger;
-* **test**: Pearson's chi-square on the 2×K count tables (``scipy.stats.chi2_contingency``;
-  categories with fewer than 5 counts pooled so expected counts stay usable);
-* **steps**: per label and transition, the share of sessions holding it, recent vs baseline,
-  with Fisher's exact test on session counts (Bonferroni-corrected). A step present in at
-  least 90 % of baseline sessions that disappears from a significant share of recent ones is
-  reported as ``missing_step`` (a skipped verification is visible even when it is a small part
-  of all events); a step new in recent sessions as ``new_step``;
-* **verdict**: ``stable`` unless some test is significant at ``ALPHA`` (after correction) —
-  then ``minor_drift`` / ``noticeable_drift`` / ``significant_drift`` by ``drift_score``
-  thresholds 0.1 and 0.2, at least ``noticeable_drift`` when a step went missing in 10 % of
-  recent sessions or more and ``significant_drift`` at 50 %; ``insufficient_data`` (with the
-  numbers needed) below ``MIN_SESSIONS`` sessions on either side.
-
-Two samples of one distribution are not flagged (the tests hold their level); a required step
-skipped in 20 of 80 sessions is (Fisher's test on 0/100 vs 20/80 gives p < 1e-7).
+Design (the tests and the verdict thresholds): ``docs/design/server-drift.md``.
 """
 
 from __future__ import annotations
@@ -269,7 +247,7 @@ def _presence(shapes: Sequence[SessionShape], attr: str) -> Counter[str]:
 def _step_changes(
     baseline: Sequence[SessionShape], recent: Sequence[SessionShape]
 ) -> list[dict[str, Any]]:
-    from scipy.stats import fisher_exact  # type: ignore[import-untyped]
+    from scipy.stats import fisher_exact
 
     nb, nr = len(baseline), len(recent)
     candidates: list[tuple[str, str, int, int]] = []

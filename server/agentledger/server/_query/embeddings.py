@@ -1,15 +1,7 @@
 """Embeddings from an OpenAI-compatible ``POST /v1/embeddings`` endpoint (Ollama, vLLM, OpenAI).
 
-Configuration (environment, read once when the app starts; semantic and hybrid search are off
-while ``AGENTLEDGER_EMBEDDINGS_URL`` is unset):
-
-| variable | default | meaning |
-|---|---|---|
-| ``AGENTLEDGER_EMBEDDINGS_URL`` | unset | base URL (``http://host:11434/v1``) or ``…/embeddings`` |
-| ``AGENTLEDGER_EMBEDDINGS_MODEL`` | unset (required with the URL) | model name sent as ``model`` |
-| ``AGENTLEDGER_EMBEDDINGS_API_KEY`` | unset | sent as ``Authorization: Bearer``; never logged |
-| ``AGENTLEDGER_EMBEDDINGS_BATCH`` | ``64`` | events per request of the background worker |
-| ``AGENTLEDGER_EMBEDDINGS_TIMEOUT_S`` | ``30`` | seconds per request |
+Configured by :class:`~agentledger.server._settings.EmbeddingConfig` (``Settings.embeddings``,
+from the ``AGENTLEDGER_EMBEDDINGS_*`` variables); semantic and hybrid search are off without it.
 
 Vectors are computed after the write by a background worker
 (:class:`~agentledger.server._query.workers.DrainWorker`), so ingest never waits for the
@@ -18,13 +10,14 @@ endpoint; a failing endpoint is retried with backoff and logged as a warning.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
 import numpy as np
+
+from agentledger.protocol.errors import LedgerError
+from agentledger.server._settings import EmbeddingConfig
 
 __all__ = ["HOW_TO_ENABLE", "Embedder", "EmbeddingConfig", "EmbeddingError"]
 
@@ -37,55 +30,8 @@ HOW_TO_ENABLE = (
 )
 
 
-class EmbeddingError(RuntimeError):
+class EmbeddingError(LedgerError, RuntimeError):
     """The endpoint failed or answered something that is not an embeddings response."""
-
-
-@dataclass(frozen=True)
-class EmbeddingConfig:
-    """Where and how to compute embeddings.
-
-    Attributes:
-        url: the full ``.../embeddings`` URL.
-        model: the model name.
-        api_key: bearer key or ``None``.
-        batch: texts per request (background worker).
-        timeout_s: seconds per request.
-    """
-
-    url: str
-    model: str
-    api_key: str | None = None
-    batch: int = 64
-    timeout_s: float = 30.0
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> EmbeddingConfig | None:
-        """The configuration from ``AGENTLEDGER_EMBEDDINGS_*``, or ``None`` when unset.
-
-        Raises:
-            ValueError: a URL without a model, or a non-numeric batch/timeout.
-        """
-        env = os.environ if environ is None else environ
-        url = env.get("AGENTLEDGER_EMBEDDINGS_URL", "").strip()
-        if not url:
-            return None
-        model = env.get("AGENTLEDGER_EMBEDDINGS_MODEL", "").strip()
-        if not model:
-            raise ValueError("AGENTLEDGER_EMBEDDINGS_MODEL must be set with the embeddings URL")
-        url = url.rstrip("/")
-        if not url.endswith("/embeddings"):
-            url += "/embeddings"
-        batch = int(env.get("AGENTLEDGER_EMBEDDINGS_BATCH", "64"))
-        if not 1 <= batch <= 2048:
-            raise ValueError("AGENTLEDGER_EMBEDDINGS_BATCH must be between 1 and 2048")
-        return cls(
-            url=url,
-            model=model,
-            api_key=env.get("AGENTLEDGER_EMBEDDINGS_API_KEY") or None,
-            batch=batch,
-            timeout_s=float(env.get("AGENTLEDGER_EMBEDDINGS_TIMEOUT_S", "30")),
-        )
 
 
 class Embedder:

@@ -1,6 +1,6 @@
 """What ``forget`` erases: events whose ``data`` holds ``filter_key == filter_value``.
 
-The rule (issue 3, "Forget"): at any depth of ``data`` (nested objects and lists), a member
+The rule: at any depth of ``data`` (nested objects and lists), a member
 named ``filter_key`` whose value equals ``filter_value``, or is a list holding such a value.
 Values compare as text: a string as itself, a number by its RFC 8785 (JCS) form, so ``"42"``
 matches ``42`` and ``42.0``; ``true``/``false``/``null`` by their JSON literals.

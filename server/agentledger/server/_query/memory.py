@@ -3,7 +3,7 @@
 ``context_for(agent, task, max_tokens)``: the agent's recent events, then the events a search
 for the task finds, deduplicated, superseded and erased events left out, one line each
 (:func:`~agentledger.server._query.text.summarize`), packed in that order until the token
-budget is spent. Tokens are counted with tiktoken (``AGENTLEDGER_TIKTOKEN_ENCODING``, default
+budget is spent. Tokens are counted with tiktoken (``Settings.tiktoken_encoding``, default
 ``cl100k_base``) when it is installed and its encoding loads, else estimated as one token per
 4 characters (rounded up); the response names which (``tokenizer``).
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -37,9 +36,9 @@ def _estimate(text: str) -> int:
 
 
 @functools.lru_cache(maxsize=1)
-def token_counter() -> tuple[str, Callable[[str], int]]:
-    """``(tokenizer name, count function)``: tiktoken when usable, else the estimate."""
-    name = os.environ.get("AGENTLEDGER_TIKTOKEN_ENCODING", "cl100k_base")
+def token_counter(name: str = "cl100k_base") -> tuple[str, Callable[[str], int]]:
+    """``(tokenizer name, count function)``: tiktoken's encoding ``name`` when usable, else
+    the estimate."""
     try:
         import tiktoken
 
@@ -66,14 +65,16 @@ def build_context(
     relevant: Sequence[dict[str, Any]],
     *,
     max_tokens: int,
+    encoding: str = "cl100k_base",
 ) -> dict[str, Any]:
-    """Pack recent (newest first) then relevant events into a text block under the budget.
+    """Pack recent (newest first) then relevant events into a text block under the budget;
+    tokens counted with tiktoken's ``encoding`` (see :func:`token_counter`).
 
     Returns:
         ``{context, token_count, max_tokens, tokenizer, sources, truncated}``; ``sources``
         lists ``{event_id, kind, score?}`` of the events included, in order.
     """
-    tokenizer, count = token_counter()
+    tokenizer, count = token_counter(encoding)
     header = f"Memory of agent {agent!r} for the task: {task[:200]}"
     parts = [header]
     used = count(header)

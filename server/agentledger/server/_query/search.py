@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentledger.server._query._store import QueryStore, SearchFilters
+from agentledger.protocol.errors import LedgerError
 from agentledger.server._query.embeddings import HOW_TO_ENABLE, Embedder
+from agentledger.server._query.queries import QueryStore, SearchFilters
 from agentledger.server._query.text import query_words
 
 __all__ = ["RRF_K", "SearchModeUnavailable", "SearchOutcome", "rrf", "run_search"]
@@ -26,7 +27,7 @@ __all__ = ["RRF_K", "SearchModeUnavailable", "SearchOutcome", "rrf", "run_search
 RRF_K = 60
 
 
-class SearchModeUnavailable(ValueError):
+class SearchModeUnavailable(LedgerError, ValueError):
     """The asked mode needs embeddings, which are not configured (a 400 for the caller)."""
 
 

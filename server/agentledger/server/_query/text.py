@@ -2,10 +2,7 @@
 
 * :func:`query_words` turns user text into search words: Unicode letters and digits only, so FTS
   syntax (quotes, ``*``, ``NEAR``, ``-``, parentheses, column filters) in user text is never
-  interpreted, only searched for (issue 3, "Query syntax characters never cause an error").
-* :func:`fts5_match` builds an SQLite FTS5 query from those words: each word quoted and
-  prefix-matched (``"refund"*`` finds ``refunded``), joined by ``OR`` so any word may match and
-  BM25 ranks rows matching more (and rarer) words first.
+  interpreted, only searched for (query syntax characters never cause an error).
 * :func:`event_text` is the text of an event that is indexed and embedded: the event type and
   every string value under ``data`` in document order (the same text the SQLite FTS5 index
   computes with ``json_tree``).
@@ -19,7 +16,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["MAX_QUERY_WORDS", "event_text", "fts5_match", "query_words", "summarize"]
+__all__ = ["MAX_QUERY_WORDS", "event_text", "query_words", "summarize"]
 
 #: Words kept from one query (the rest are ignored): bounds the cost of a pasted paragraph.
 MAX_QUERY_WORDS = 32
@@ -38,11 +35,6 @@ def query_words(text: str) -> list[str]:
             if len(seen) == MAX_QUERY_WORDS:
                 break
     return list(seen)
-
-
-def fts5_match(words: list[str]) -> str:
-    """An FTS5 ``MATCH`` expression: ``"w1"* OR "w2"*`` (words hold no quote characters)."""
-    return " OR ".join(f'"{word}"*' for word in words)
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -6,7 +6,7 @@ nothing to do, exponential backoff (capped) after an expected failure, and ``sto
 wakes the thread and joins it.
 
 * the full-text indexer: ``store.index_catch_up`` in batches (SQLite FTS5, see
-  :mod:`agentledger.server._query._sqlite`);
+  :mod:`agentledger.server._search.sqlite`);
 * the embedder: events after the model's watermark → endpoint → ``store.store_embeddings``.
 
 Expected failures (endpoint down, database busy) are logged as warnings without a traceback;
@@ -22,8 +22,8 @@ from collections.abc import Callable
 
 from sqlalchemy.exc import OperationalError
 
-from agentledger.server._query._store import QueryStore
 from agentledger.server._query.embeddings import Embedder, EmbeddingError
+from agentledger.server._query.queries import QueryStore
 
 __all__ = ["DrainWorker", "embed_step", "index_step"]
 

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
 
+from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_SESSION_CHARS
 from agentledger.server._auth import ReadPrincipal
 from agentledger.server._http import StrictJSONRoute, json_response
 from agentledger.server._routes._deps import StoreDep
@@ -15,7 +16,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["catalog"], route_class=StrictJSONRoute)
 
-OptionalAgent = Annotated[str | None, Query(pattern=AGENT_PATTERN, max_length=255)]
+OptionalAgent = Annotated[str | None, Query(pattern=AGENT_PATTERN, max_length=MAX_AGENT_CHARS)]
 
 
 @router.get("/sessions", response_model=list[SessionInfo])
@@ -34,7 +35,7 @@ def list_sessions(
 
 @router.get("/sessions/{session_id:path}/events", response_model=SessionEventsOut)
 def session_events(
-    session_id: Annotated[str, Path(min_length=1, max_length=255)],
+    session_id: Annotated[str, Path(min_length=1, max_length=MAX_SESSION_CHARS)],
     principal: ReadPrincipal,
     store: StoreDep,
     agent: OptionalAgent = None,

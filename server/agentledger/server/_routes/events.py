@@ -12,6 +12,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, HTTPException, Query, Response
 
+from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_EVENT_TYPE_CHARS, MAX_SESSION_CHARS
 from agentledger.server._auth import ReadPrincipal, WritePrincipal
 from agentledger.server._http import StrictJSONRoute, json_response
 from agentledger.server._ingest import (
@@ -41,7 +42,7 @@ __all__ = ["lineage_router", "router"]
 router = APIRouter(prefix="/v1/events", tags=["events"], route_class=StrictJSONRoute)
 lineage_router = APIRouter(prefix="/v1/events", tags=["lineage"], route_class=StrictJSONRoute)
 
-AgentQuery = Annotated[str, Query(pattern=AGENT_PATTERN, max_length=255)]
+AgentQuery = Annotated[str, Query(pattern=AGENT_PATTERN, max_length=MAX_AGENT_CHARS)]
 
 
 def _log_result(outcome: Any) -> dict[str, Any]:
@@ -51,7 +52,7 @@ def _log_result(outcome: Any) -> dict[str, Any]:
         "sequence_no": outcome.sequence_no,
         "checksum": outcome.checksum,
         "chain_hash": outcome.chain_hash,
-        # The full-text index is filled by a background worker (issue 3); every search first
+        # The full-text index is filled by a background worker; every search first
         # catches it up, so a search sees this event once the write has returned.
         "indexed": False,
         "index_status": "pending",
@@ -198,8 +199,8 @@ def list_events(
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     before: UtcDatetime | None = None,
     after: UtcDatetime | None = None,
-    event_type: Annotated[str | None, Query(min_length=1, max_length=255)] = None,
-    session_id: Annotated[str | None, Query(max_length=255)] = None,
+    event_type: Annotated[str | None, Query(min_length=1, max_length=MAX_EVENT_TYPE_CHARS)] = None,
+    session_id: Annotated[str | None, Query(max_length=MAX_SESSION_CHARS)] = None,
     cursor: Annotated[str | None, Query(max_length=128)] = None,
 ) -> Response:
     """Events of one agent, newest first by ``(timestamp, sequence_no)``.

@@ -11,6 +11,7 @@ import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
 from fastapi.responses import StreamingResponse
 
+from agentledger.protocol.limits import MAX_AGENT_CHARS
 from agentledger.server._auth import ReadPrincipal, WritePrincipal
 from agentledger.server._chain import ChainReport, verify_rows
 from agentledger.server._http import StrictJSONRoute, json_response
@@ -22,7 +23,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/v1/events", tags=["ledger"], route_class=StrictJSONRoute)
 
-AgentQuery = Annotated[str, Query(pattern=AGENT_PATTERN, max_length=255)]
+AgentQuery = Annotated[str, Query(pattern=AGENT_PATTERN, max_length=MAX_AGENT_CHARS)]
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 #: Namespace of import ids when events are renamed to another agent (uuid5, deterministic, so a

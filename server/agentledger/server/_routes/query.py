@@ -1,18 +1,14 @@
-"""Query routes (issue 3): search, baselines and drift, state at a time, forget, memory.
+"""Query routes: search, baselines and drift, state at a time, forget, memory.
 
 The router has its own lifespan (merged into the app's by FastAPI): it starts the background
-full-text indexer and, when ``AGENTLEDGER_EMBEDDINGS_URL`` is set, the embedding worker, and
-stops both before the store closes. Without the lifespan (an in-process test transport) the
-routes still work: search catches the index up itself; semantic search then finds only what
-was embedded.
-
-Set ``AGENTLEDGER_SEARCH_INDEXER=off`` to leave indexing to the searches alone (the
-benchmark's "index off" side).
+full-text indexer (unless ``Settings.search_indexer`` is off) and, when ``Settings.embeddings``
+is set, the embedding worker, and stops both before the store closes. Without the lifespan (an
+in-process test transport) the routes still work: search catches the index up itself; semantic
+search then finds only what was embedded.
 """
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,27 +20,29 @@ from fastapi import APIRouter, FastAPI, HTTPException, Path, Query, Request, Res
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
-from agentledger.protocol.limits import MAX_SESSION_CHARS
+from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_SESSION_CHARS
 from agentledger.server._auth import Principal, ReadPrincipal, WritePrincipal
 from agentledger.server._http import StrictJSONRoute, json_response
 from agentledger.server._ingest import format_ts
-from agentledger.server._query._store import (
+from agentledger.server._query.drift import compare, session_shapes
+from agentledger.server._query.embeddings import Embedder, EmbeddingError
+from agentledger.server._query.forget import value_text
+from agentledger.server._query.memory import build_context, session_diff
+from agentledger.server._query.queries import (
     KeywordSearchUnavailable,
     QueryStore,
     SearchFilters,
 )
-from agentledger.server._query.drift import compare, session_shapes
-from agentledger.server._query.embeddings import Embedder, EmbeddingConfig, EmbeddingError
-from agentledger.server._query.forget import value_text
-from agentledger.server._query.memory import build_context, session_diff
 from agentledger.server._query.search import SearchModeUnavailable, run_search
 from agentledger.server._query.workers import DrainWorker, embed_step, index_step
 from agentledger.server._schemas import AGENT_PATTERN, NO_NUL, UtcDatetime
+from agentledger.server._settings import Settings
+from agentledger.server._store._sql import SQLStore
 
 __all__ = ["QueryServices", "router"]
 
-AgentName = Annotated[str, Field(pattern=AGENT_PATTERN, min_length=1, max_length=MAX_SESSION_CHARS)]
-AgentPath = Annotated[str, Path(pattern=AGENT_PATTERN, max_length=MAX_SESSION_CHARS)]
+AgentName = Annotated[str, Field(pattern=AGENT_PATTERN, min_length=1, max_length=MAX_AGENT_CHARS)]
+AgentPath = Annotated[str, Path(pattern=AGENT_PATTERN, max_length=MAX_AGENT_CHARS)]
 
 #: ``window`` values (wire contract: 24h|7d|30d).
 WINDOWS = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
@@ -57,19 +55,18 @@ class QueryServices:
 
     store: QueryStore
     embedder: Embedder | None
+    tiktoken_encoding: str = "cl100k_base"
     workers: list[DrainWorker] = field(default_factory=list)
 
     @classmethod
-    def create(cls, store: QueryStore, *, start_workers: bool) -> QueryServices:
-        """Read the embeddings configuration and (optionally) start the workers.
-
-        Raises:
-            ValueError: a bad ``AGENTLEDGER_EMBEDDINGS_*`` configuration.
-        """
-        config = EmbeddingConfig.from_env()
-        services = cls(store, Embedder(config) if config else None)
+    def create(cls, core: SQLStore, settings: Settings, *, start_workers: bool) -> QueryServices:
+        """Compose the query features over ``core`` and (optionally) start the workers that
+        ``settings`` asks for (indexer, embedder)."""
+        config = settings.embeddings
+        store = QueryStore(core)
+        services = cls(store, Embedder(config) if config else None, settings.tiktoken_encoding)
         if start_workers:
-            if os.environ.get("AGENTLEDGER_SEARCH_INDEXER", "on").lower() != "off":
+            if settings.search_indexer:
                 services.workers.append(DrainWorker("agentledger-indexer", index_step(store)))
             if services.embedder is not None:
                 services.workers.append(
@@ -89,7 +86,7 @@ class QueryServices:
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    services = QueryServices.create(app.state.store, start_workers=True)
+    services = QueryServices.create(app.state.store, app.state.settings, start_workers=True)
     app.state.query_services = services
     try:
         yield
@@ -104,7 +101,7 @@ def _services(request: Request) -> QueryServices:
     state = request.app.state
     services: QueryServices | None = getattr(state, "query_services", None)
     if services is None:
-        services = QueryServices.create(state.store, start_workers=False)
+        services = QueryServices.create(state.store, state.settings, start_workers=False)
         state.query_services = services
     return services
 
@@ -436,7 +433,14 @@ def memory_context(body: ContextIn, principal: ReadPrincipal, request: Request) 
             relevant = []
         except (EmbeddingError, KeywordSearchUnavailable):
             relevant = []
-    packed = build_context(body.agent, body.task, recent, relevant, max_tokens=body.max_tokens)
+    packed = build_context(
+        body.agent,
+        body.task,
+        recent,
+        relevant,
+        max_tokens=body.max_tokens,
+        encoding=services.tiktoken_encoding,
+    )
     return json_response({"agent": body.agent, "task": body.task, "search_mode": mode, **packed})
 
 

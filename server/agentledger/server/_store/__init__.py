@@ -16,12 +16,20 @@ from agentledger.server._store.base import (
 __all__ = ["AppendOutcome", "EventPage", "KeyRecord", "LedgerStore", "WhyResult", "open_store"]
 
 
-def open_store(db: str, *, chain_key: str | None = None) -> LedgerStore:
+def open_store(
+    db: str,
+    *,
+    chain_key: str | None = None,
+    pg_pool_size: int = 10,
+    pg_statement_timeout_s: float = 30.0,
+) -> LedgerStore:
     """Open (and migrate) the store named by ``db``.
 
     Args:
         db: a file path or ``sqlite:///`` URL (SQLite), or a ``postgresql://`` URL.
         chain_key: HMAC key for chain links, ``None`` for SHA-256.
+        pg_pool_size: PostgreSQL only: connections pooled per process (+ as many overflow).
+        pg_statement_timeout_s: PostgreSQL only: statement and lock timeout in seconds.
 
     Raises:
         ValueError: a bad path or URL, or the PostgreSQL extra is not installed.
@@ -34,7 +42,12 @@ def open_store(db: str, *, chain_key: str | None = None) -> LedgerStore:
             module = importlib.import_module("agentledger.server._store.postgres")
         except ImportError as error:
             raise ValueError(f"the PostgreSQL store is not available: {error}") from None
-        store: LedgerStore = module.PostgresStore(db, chain_key=chain_key)
+        store: LedgerStore = module.PostgresStore(
+            db,
+            chain_key=chain_key,
+            pool_size=pg_pool_size,
+            statement_timeout_s=pg_statement_timeout_s,
+        )
         return store
     from agentledger.server._store.sqlite import SQLiteStore
 

@@ -1,13 +1,10 @@
-"""The store interface every backend implements (SQLite now, PostgreSQL in its own issue).
+"""The store interface every backend implements (SQLite and PostgreSQL).
 
 Routes talk only to :class:`LedgerStore`. A backend owns its schema and migrations, the
 serialized write path (per-agent gapless ``sequence_no`` and chain links assigned inside one
 transaction), and the recursive lineage queries. Events cross this boundary as plain dicts in
 wire shape (see ``EventOut`` in ``_schemas``) or as pre-serialized JSON bytes for streaming.
-
-Query features of issue 3 (search, baselines, at, forget, memory context) extend this class
-with further abstract methods; ``forget`` must keep tombstones (``record`` ``None``) so
-:func:`agentledger.server._chain.verify_rows` still passes.
+Query features are built over a store, not into it (``docs/design/server-store.md``).
 """
 
 from __future__ import annotations

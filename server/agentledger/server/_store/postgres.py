@@ -1,48 +1,8 @@
-"""The PostgreSQL store: several server processes on one shared, durable database.
+"""The PostgreSQL store: several server processes on one shared, durable database, appends
+serialised per agent by advisory locks, clear start-up errors, ``COPY`` for bulk inserts.
 
-Selected by ``agentledger serve --db postgresql://user@host:5432/dbname`` (``postgres://`` and
-``postgresql+psycopg://`` are accepted too). It shares every query with the SQLite store
-(:class:`~agentledger.server._store._sql.SQLStore`, SQLAlchemy Core); what differs is here:
-
-* **Driver and pool**: psycopg 3 through SQLAlchemy's ``postgresql+psycopg`` dialect, a
-  ``QueuePool`` of ``pool_size`` connections (+ the same again as overflow), pre-ping on
-  checkout so a restarted database costs one failed ping, not a failed request.
-* **Per-agent serialized appends, never a global lock**: an append transaction first takes
-  ``pg_advisory_xact_lock(key)`` for each agent it writes, keys in ascending order (so two
-  multi-agent batches cannot deadlock), where ``key`` is the first 8 bytes of
-  ``BLAKE2b(agent)`` as a signed 64-bit integer. Appends of one agent, from any number of
-  processes, run one after the other, so ``sequence_no`` stays gapless and every chain link
-  follows its predecessor; appends of different agents run in parallel. The locks are released
-  by ``COMMIT``/``ROLLBACK``; nothing can leak them.
-* **Idempotency under concurrency**: the duplicate look-up runs after the agent lock is held, so
-  two racing requests with one ``(agent, idempotency_key)`` resolve to one row and the loser gets
-  ``duplicate: true``. Client ``event_id`` is unique across agents; a race between *different*
-  agents on one id ends in a unique violation, and the transaction is retried (up to
-  ``_RETRIES`` times), where the look-up then finds the winner's row. Deadlocks (SQLSTATE
-  ``40P01``) are retried the same way.
-* **Timeouts**: every connection sets ``statement_timeout`` (``statement_timeout_s``),
-  ``lock_timeout`` (the same; bounds the wait for an agent's lock) and
-  ``idle_in_transaction_session_timeout`` (60 s), so a stuck client cannot hold an agent's
-  lock for ever.
-* **Start-up checks**: an unreachable server, an unknown database, a failed login or a role
-  that may not create the schema or read and write its tables raises :class:`StoreStartupError`
-  (a :class:`ValueError`, so ``agentledger serve`` prints it and exits 2) naming what to fix.
-  Migrations run under a transaction-scoped advisory lock, so several processes starting at
-  once on an empty database migrate it exactly once.
-* **Schema**: the Alembic migrations of the package (PostgreSQL parts guarded by dialect):
-  text columns compared for ordering use ``COLLATE "C"`` (byte order, as SQLite), ``record``
-  (the canonical JSON the chain covers, byte for byte) is ``bytea``, and ``data`` is a
-  generated ``jsonb`` column derived from it (``NULL`` for forget tombstones).
-
-The canonical JSON (RFC 8785) is computed in Python from the values as stored, so a chain
-written on SQLite verifies after export/import into PostgreSQL and back.
-
-Configuration (constructor arguments override the environment):
-
-| variable | default | meaning |
-|---|---|---|
-| ``AGENTLEDGER_PG_POOL_SIZE`` | ``10`` | pooled connections per process (+ as many overflow) |
-| ``AGENTLEDGER_PG_STATEMENT_TIMEOUT_S`` | ``30`` | statement and lock timeout, seconds |
+Design (locking, idempotency under races, timeouts, schema differences):
+``docs/design/server-store.md``.
 """
 
 from __future__ import annotations
@@ -50,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -62,8 +21,9 @@ from sqlalchemy import ColumnElement, Connection, create_engine, func, text
 from sqlalchemy.engine.url import URL, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
+from agentledger.protocol.errors import LedgerError
 from agentledger.server._ingest import PreparedEvent
-from agentledger.server._store._postgres_query import PostgresQueryHooks, search_vector
+from agentledger.server._search.postgres import search_vector
 from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore
 from agentledger.server._store.base import AppendOutcome
 from agentledger.server._store.sqlite import run_migrations
@@ -82,7 +42,7 @@ _RECORD_AT = INSERT_COLUMNS.index("record")
 _RETRY_STATES = frozenset({"23505", "40P01", "40001"})
 
 
-class StoreStartupError(ValueError):
+class StoreStartupError(LedgerError, ValueError):
     """The PostgreSQL store cannot start: unreachable, login refused, or missing rights.
 
     The message names the database (password hidden) and what to change.
@@ -109,16 +69,6 @@ def advisory_key(agent: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def _env_number(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from None
-
-
 def _sqlstate(error: BaseException) -> str | None:
     """SQLSTATE of a psycopg error, bare or wrapped in a SQLAlchemy ``DBAPIError``."""
     origin = error.orig if isinstance(error, DBAPIError) else error
@@ -126,16 +76,14 @@ def _sqlstate(error: BaseException) -> str | None:
     return state if isinstance(state, str) else None
 
 
-class PostgresStore(PostgresQueryHooks, SQLStore):
+class PostgresStore(SQLStore):
     """The PostgreSQL ledger store (see the module docstring for the design).
 
     Args:
         db: ``postgresql://user[:password]@host[:port]/dbname[?sslmode=...]``.
         chain_key: HMAC key for chain links (``None``: SHA-256).
-        pool_size: connections kept per process (default ``AGENTLEDGER_PG_POOL_SIZE`` or 10);
-            up to as many again are opened under load.
-        statement_timeout_s: statement and lock timeout in seconds (default
-            ``AGENTLEDGER_PG_STATEMENT_TIMEOUT_S`` or 30).
+        pool_size: connections kept per process; up to as many again are opened under load.
+        statement_timeout_s: statement and lock timeout in seconds.
 
     Raises:
         StoreStartupError: the database is unreachable, refuses the login, or the role may
@@ -148,14 +96,14 @@ class PostgresStore(PostgresQueryHooks, SQLStore):
         db: str,
         *,
         chain_key: str | None = None,
-        pool_size: int | None = None,
-        statement_timeout_s: float | None = None,
+        pool_size: int = 10,
+        statement_timeout_s: float = 30.0,
     ) -> None:
         url = postgres_url(db)
         #: the URL as given, password hidden (for messages)
         self.display_url = make_url(db).render_as_string(hide_password=True)
-        size = int(pool_size or _env_number("AGENTLEDGER_PG_POOL_SIZE", 10))
-        timeout_s = statement_timeout_s or _env_number("AGENTLEDGER_PG_STATEMENT_TIMEOUT_S", 30)
+        size = int(pool_size)
+        timeout_s = float(statement_timeout_s)
         if size < 1 or timeout_s <= 0:
             raise ValueError("pool size must be >= 1 and the statement timeout > 0 s")
         timeout_ms = int(timeout_s * 1000)
@@ -246,16 +194,17 @@ class PostgresStore(PostgresQueryHooks, SQLStore):
     # -- dialect hooks -----------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _writer(self) -> Iterator[Connection]:
+    def writer(self) -> Iterator[Connection]:
         """A plain transaction: row locks and the per-agent advisory locks of :meth:`append`
         are what serialize writers on PostgreSQL."""
         with self.engine.begin() as conn:
             yield conn
 
-    def _distinct_list(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+    def distinct_list(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+        """``array_agg(DISTINCT column)``."""
         return func.array_agg(column.distinct())
 
-    def _insert_events(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+    def insert_events(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
         """``COPY ... FROM STDIN`` on the driver connection (psycopg 3), the bulk path that
         PostgreSQL parses fastest; a few rows go through ``executemany``. Each row carries its
         ``search`` vector (:func:`search_vector`)."""
@@ -294,7 +243,7 @@ class PostgresStore(PostgresQueryHooks, SQLStore):
                 with self.engine.begin() as conn:
                     for key in keys:
                         conn.execute(lock, {"k": key})
-                    return self._append_in(conn, items, keep_received_at)
+                    return self.append_on(conn, items, keep_received_at)
             except Exception as error:  # SQLAlchemy-wrapped, or psycopg's own from COPY
                 attempt += 1
                 if attempt > _RETRIES or _sqlstate(error) not in _RETRY_STATES:

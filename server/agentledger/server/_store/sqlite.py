@@ -1,14 +1,7 @@
-"""The embedded default store: one SQLite file in WAL mode.
+"""The embedded default store: one SQLite file in WAL mode, a small LIFO pool, one writer at a
+time (process lock plus ``BEGIN IMMEDIATE``); migrations run when it opens.
 
-* Connections come from a SQLAlchemy pool (LIFO, so few connections stay warm); every
-  connection sets ``journal_mode=WAL``, ``synchronous=NORMAL`` (durable across process crashes;
-  the last transactions may be lost on power loss, as with any WAL database in NORMAL mode),
-  ``busy_timeout``, ``foreign_keys=OFF`` and a 16 MiB page cache (memory stays bounded while
-  a million-event export streams). Statements run in driver autocommit; the writer opens
-  ``BEGIN IMMEDIATE`` itself, so readers never block it and only one writer runs.
-* One writer path: a process-wide lock plus ``BEGIN IMMEDIATE`` (which also serializes
-  writers of other processes on the same file), so per-agent ``sequence_no`` stays gapless.
-* Alembic migrations shipped in the package (``_migrations/``) are applied when the store opens.
+Design: ``docs/design/server-store.md``.
 """
 
 from __future__ import annotations
@@ -26,7 +19,6 @@ from sqlalchemy.engine.url import make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from agentledger.server._chain import ChainRow, ChainRowTuple
-from agentledger.server._query._sqlite import SQLiteQueryHooks
 from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore
 
 __all__ = ["MIGRATIONS_DIR", "SQLiteStore", "sqlite_path"]
@@ -70,7 +62,7 @@ def run_migrations(connection: Connection) -> None:
     command.upgrade(config, "head")
 
 
-class SQLiteStore(SQLiteQueryHooks, SQLStore):
+class SQLiteStore(SQLStore):
     """The SQLite ledger store.
 
     Args:
@@ -115,7 +107,8 @@ class SQLiteStore(SQLiteQueryHooks, SQLStore):
                 driver.execute("COMMIT")
 
     @contextlib.contextmanager
-    def _writer(self) -> Iterator[Connection]:
+    def writer(self) -> Iterator[Connection]:
+        """The process-wide write lock, then ``BEGIN IMMEDIATE`` (other processes wait)."""
         with self._write_lock, self.engine.connect() as conn:
             driver = conn.connection.driver_connection
             assert driver is not None
@@ -127,7 +120,7 @@ class SQLiteStore(SQLiteQueryHooks, SQLStore):
                 raise
             driver.execute("COMMIT")
 
-    def _insert_events(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+    def insert_events(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
         driver = conn.connection.driver_connection
         assert driver is not None
         driver.executemany(self._insert_sql, rows)
@@ -144,5 +137,10 @@ class SQLiteStore(SQLiteQueryHooks, SQLStore):
             finally:
                 cursor.close()
 
-    def _distinct_list(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+    def distinct_list(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+        """``json_group_array(DISTINCT column)``."""
         return func.json_group_array(column.distinct())
+
+    def writer_busy(self) -> bool:
+        """Whether this process's write lock is held."""
+        return self._write_lock.locked()

@@ -1,18 +1,8 @@
-"""The web dashboard served by ``agentledger serve`` at ``/ui/`` (issue 10).
+"""The web dashboard served by ``agentledger serve`` at ``/ui/``: server-rendered pages that
+read everything through the app's own ``/v1`` routes with the viewer's key. :func:`mount`
+adds the pages to an app.
 
-Pages (server-rendered Jinja2, a little vanilla JS, no build step, nothing from a CDN):
-
-* ``/ui/``: agents and recent sessions (events, start/end, errors, tokens), agent filter,
-  keyword search when ``POST /v1/search`` is mounted;
-* ``/ui/sessions/{session_id}?agent=A``: the timeline, oldest first, paginated, with j/k
-  stepping, a side panel with the selected event's full JSON, and the causal tree;
-* ``/ui/events/{event_id}``: ``why()`` from the root to the event and ``impact()`` below it;
-* ``/ui/agents/{agent}``: chain verification and head, baseline vs recent charts when
-  ``GET /v1/agents/{agent}/baseline`` is mounted.
-
-Everything shown is read through the app's own ``/v1`` routes in process (see ``_api``), with
-the viewer's key (see ``_viewer``). :func:`mount` adds the pages to an app; templates and
-static files live inside this package, so they ship in the wheel.
+Pages and design: ``docs/design/server-dashboard.md``.
 """
 
 from __future__ import annotations

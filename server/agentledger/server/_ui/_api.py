@@ -4,7 +4,7 @@ Every page is built from the JSON the public API answers, through the same route
 functions, auth checks (scopes, agent binding) and limits (Datasette's ``datasette.client``
 works the same way). Requests go through :class:`httpx.ASGITransport` straight into the ASGI
 app: no socket, no second query path, and an optional route that is not mounted (search,
-baselines: issue 3) is detected in the app's OpenAPI schema instead of guessed.
+baselines) is detected in the app's OpenAPI schema instead of guessed.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ import httpx
 import orjson
 from fastapi import FastAPI
 
+from agentledger.protocol.errors import LedgerError
+
 __all__ = ["ApiError", "LedgerAPI"]
 
 
-class ApiError(Exception):
+class ApiError(LedgerError):
     """A ``/v1`` route answered with an error status.
 
     Attributes:
@@ -163,7 +165,7 @@ class LedgerAPI:
 
     @property
     def can_search(self) -> bool:
-        """``POST /v1/search`` is mounted (query features, issue 3)."""
+        """``POST /v1/search`` is mounted (query features)."""
         return self.has_route("POST", "/v1/search")
 
     async def search(self, query: str, *, agent: str | None, limit: int) -> dict[str, Any]:
@@ -176,7 +178,7 @@ class LedgerAPI:
 
     @property
     def can_baseline(self) -> bool:
-        """``GET /v1/agents/{agent}/baseline`` is mounted (query features, issue 3)."""
+        """``GET /v1/agents/{agent}/baseline`` is mounted (query features)."""
         return self.has_route("GET", "/v1/agents/{agent}/baseline")
 
     async def baseline(self, agent: str, *, recent_window: int | None = None) -> dict[str, Any]:

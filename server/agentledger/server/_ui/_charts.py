@@ -1,6 +1,6 @@
 """Baseline-vs-recent bar charts for the agent page, drawn as server-side SVG geometry.
 
-The baseline report (``GET /v1/agents/{agent}/baseline``, issue 3) holds distributions as
+The baseline report (``GET /v1/agents/{agent}/baseline``) holds distributions as
 ``{label: count or share}`` objects for the baseline and the recent sessions. The report's exact
 nesting belongs to that route, so this module finds the pairs instead of hard-coding them: two
 objects of numbers whose paths differ only where one says ``baseline`` and the other ``recent``

@@ -1,4 +1,4 @@
-"""Dashboard pages (issue 10): ``/ui/``, sessions, events, agents, login.
+"""Dashboard pages: ``/ui/``, sessions, events, agents, login.
 
 Each page reads through :class:`~agentledger.server._ui._api.LedgerAPI` (the app's own
 ``/v1`` routes in process) and renders a Jinja2 template with autoescaping on: event data is
@@ -17,7 +17,7 @@ import jinja2
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from agentledger.protocol.limits import MAX_SESSION_CHARS
+from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_SESSION_CHARS
 from agentledger.server._routes.health import server_version
 from agentledger.server._schemas import AGENT_PATTERN
 from agentledger.server._ui._api import ApiError, LedgerAPI
@@ -133,7 +133,7 @@ async def ui_root() -> Response:
 @router.get("/", response_class=HTMLResponse)
 async def index(
     request: Request,
-    agent: Annotated[str | None, Query(max_length=MAX_SESSION_CHARS)] = None,
+    agent: Annotated[str | None, Query(max_length=MAX_AGENT_CHARS)] = None,
     q: Annotated[str | None, Query(max_length=1000)] = None,
 ) -> Response:
     """Agents and recent sessions (event counts, start/end, errors, tokens), agent filter,
@@ -207,7 +207,7 @@ def _page_url(request: Request, **changes: Any) -> str:
 async def session_page(
     request: Request,
     session_id: Annotated[str, Path(min_length=1, max_length=MAX_SESSION_CHARS)],
-    agent: Annotated[str | None, Query(max_length=MAX_SESSION_CHARS)] = None,
+    agent: Annotated[str | None, Query(max_length=MAX_AGENT_CHARS)] = None,
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     per_page: Annotated[int, Query(ge=10, le=MAX_PER_PAGE)] = PER_PAGE,
     focus: Annotated[str | None, Query(max_length=64)] = None,
@@ -310,7 +310,7 @@ async def event_page(
 @router.get("/agents/{agent}", response_class=HTMLResponse)
 async def agent_page(
     request: Request,
-    agent: Annotated[str, Path(pattern=AGENT_PATTERN, max_length=MAX_SESSION_CHARS)],
+    agent: Annotated[str, Path(pattern=AGENT_PATTERN, max_length=MAX_AGENT_CHARS)],
     verify: Annotated[bool, Query()] = False,
     recent: Annotated[int | None, Query(ge=1, le=100_000)] = None,
 ) -> Response:

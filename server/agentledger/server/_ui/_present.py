@@ -2,8 +2,9 @@
 
 Pure functions over the event dicts the API returns (wire contract, "Event object"); nothing
 here touches the store or HTTP, so the pages show exactly what the API answered. Field names
-follow ``shared/docs/event-vocabulary.md`` (``data.tool``, ``data.token_usage``,
-``data.duration_ms``...); events of other shapes fall back to a generic ``key=value`` summary.
+follow the event vocabulary of :mod:`agentledger.protocol.vocabulary` (``data.tool``,
+``data.token_usage``, ``data.duration_ms``...); events of other shapes fall back to a generic
+``key=value`` summary.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
-"""Who is looking at the dashboard, and with which key (issue 10, "Auth").
+"""Who is looking at the dashboard, and with which key: a bearer header, the login cookie, or
+the dev key (loopback bind, loopback host and loopback client only). The key is checked by the
+API the pages call, never here.
 
-A page request carries a key in one of three ways, tried in this order:
-
-1. ``Authorization: Bearer <key>`` (scripts, tests);
-2. the ``agentledger_ui_key`` cookie set by the login form: a browser-session cookie (no
-   ``Max-Age``, so it ends with the browser session), ``HttpOnly``, ``SameSite=Lax``, scoped
-   to ``/ui``, ``Secure`` behind HTTPS;
-3. the dev key, with no login at all, only while the server honours it (a loopback bind, wire
-   contract "General") *and* the request names a loopback host and comes from a loopback
-   client, so a DNS-rebinding page cannot borrow it.
-
-The key is never checked here: pages call the API in process with it
-(:class:`~agentledger.server._ui._api.LedgerAPI`), which answers 401/403 exactly as it would
-over HTTP. Read-only keys are enough, the dashboard never writes.
+Design: ``docs/design/server-dashboard.md`` ("Who is looking").
 """
 
 from __future__ import annotations

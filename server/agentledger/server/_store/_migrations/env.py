@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from agentledger.server._store._tables import metadata
+from agentledger.server._tables import metadata
 
 connection = context.config.attributes.get("connection")
 if connection is None:  # pragma: no cover - only reached through the alembic CLI

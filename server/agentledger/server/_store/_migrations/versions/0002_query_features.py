@@ -1,25 +1,12 @@
-"""Query features (issue 3): full-text index, embeddings, supersedes index.
+"""Query features: full-text index (SQLite FTS5), embeddings, supersedes index.
 
 Revision ID: 0002
 Revises: 0001
 
-* ``ix_events_supersedes``: hides superseded events from search and memory context by an
-  index look-up (every dialect).
-* ``event_embeddings``: one vector per event (float32 little-endian bytes), written by the
-  background embedding worker; forget deletes the rows in its own transaction (every dialect).
-* SQLite only: ``events_fts``, a contentless FTS5 table (``content=''``: the text is not stored
-  twice, only the index; ``detail=none``: no positions; Porter stemming over ``unicode61``) whose
-  rowid is ``events.id``, filled in batches by the background indexer
-  (``agentledger.server._query._sqlite``) up to the watermark
-  ``events_fts_state.indexed_through``, so ingest never waits for it. The trigger
-  ``events_fts_erase`` (after an update of ``record`` to NULL, i.e. a forget tombstone, of a row
-  already indexed) removes the row with FTS5's ``'delete'`` command fed the same text computed
-  from the old record, so a forget and its index deletion commit or roll back together. The text
-  of a row is the event type and every string value under ``data`` (``json_tree`` order):
-  :data:`TEXT_OF`.
-
-  The PostgreSQL store adds its own ``tsvector`` index in a later revision (see
-  ``agentledger.server._query._store`` for the hooks it overrides).
+``ix_events_supersedes`` and ``event_embeddings`` on every dialect; on SQLite the contentless
+``events_fts`` table, its watermark ``events_fts_state`` and the ``events_fts_erase`` trigger
+that removes a forgotten row from the index in the forget transaction. The indexed text is
+:data:`agentledger.server._search.sqlite.TEXT_OF`. Design: ``docs/design/server-search.md``.
 """
 
 from __future__ import annotations

@@ -3,17 +3,9 @@
 Revision ID: 0003
 Revises: 0002
 
-PostgreSQL only (a no-op on SQLite, whose FTS5 index comes with revision 0002):
-
-* ``events.search``: the searchable words of a row as a ``tsvector``: the event type plus every
-  string value under ``data``, lower-cased, diacritics removed, split at every character that
-  is not a letter or digit (as SQLite's ``unicode61 remove_diacritics 2`` tokenizer does). The
-  store computes it in Python while it writes the row (``COPY``), so PostgreSQL spends no CPU
-  on parsing JSON for it; forget clears it in the tombstone's transaction.
-* ``ix_events_search``: GIN over it (``fastupdate`` on, the default, so inserts append to the
-  pending list); prefix queries ``word:*`` use it.
-* Rows already stored are backfilled by an SQL expression of the same words (without the
-  diacritics folding).
+PostgreSQL only (a no-op on SQLite): ``events.search``, written by the store with each row,
+and ``ix_events_search`` (GIN); rows already stored are backfilled by an SQL expression of the
+same words (without the diacritics folding). Design: ``docs/design/server-search.md``.
 """
 
 from __future__ import annotations

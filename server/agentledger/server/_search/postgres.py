@@ -1,25 +1,8 @@
-"""The PostgreSQL pieces of the query features (hooks of
-:class:`~agentledger.server._query._store.QueryStoreMixin`).
+"""PostgreSQL full-text search: a ``tsvector`` column written with each row (computed here,
+in Python, folded as SQLite's ``unicode61`` tokenizer folds), ``ts_rank`` ranking, and a forget
+that clears the vector in its own transaction.
 
-* **Index**: ``events.search`` (migration 0003) is a ``tsvector`` of the event type and the
-  string values under ``data``, GIN-indexed. :func:`search_vector` computes it in Python while
-  the store writes the row (it rides along in the ``COPY``): words are runs of letters and
-  digits, lower-cased, diacritics removed, as SQLite's ``unicode61 remove_diacritics 2``
-  tokenizer splits them, with their positions. Computing it inside PostgreSQL (JSON parse,
-  path query, regex) cost about 45 us of database CPU per event; here it costs a few us.
-* **Search**: ``search @@ to_tsquery('simple', 'w1:* | w2:*')`` (any word may match, prefixes
-  count: ``refund`` finds ``refunded``), ranked by ``ts_rank`` (higher is better). Words come
-  from :func:`~agentledger.server._query.text.query_words` (letters and digits only), folded as
-  the index is, so no tsquery operator in user text is ever interpreted.
-* **Index catch-up**: none; the vector is written with the row.
-* **Forget**: the prefilter is ``position(needle IN record) > 0`` on the canonical bytes. The
-  tombstone ``UPDATE`` clears ``record`` (and with it the generated ``data`` column), and
-  :meth:`PostgresQueryHooks._erase_in_transaction` clears ``search``, in the forget
-  transaction. After ``COMMIT`` a ``VACUUM`` of ``events`` and
-  ``event_embeddings`` removes the old row versions so the erased content is no longer
-  readable through the table or its indexes; bytes left in free space, WAL segments and
-  backups follow PostgreSQL's own retention (run ``VACUUM FULL`` and rotate WAL and backups
-  where erasure must reach the disk blocks).
+Design notes: ``docs/design/server-search.md``.
 """
 
 from __future__ import annotations
@@ -34,6 +17,7 @@ import orjson
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    Engine,
     Integer,
     LargeBinary,
     func,
@@ -44,10 +28,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DBAPIError
 
-from agentledger.server._query._store import QueryStoreMixin
-from agentledger.server._store._tables import events
+from agentledger.server._search.base import SearchBackend
+from agentledger.server._tables import events
 
-__all__ = ["PostgresQueryHooks", "fold", "search_vector", "tsquery_text"]
+__all__ = ["PostgresSearch", "fold", "search_vector", "tsquery_text"]
 
 logger = logging.getLogger("agentledger.server.query")
 
@@ -112,10 +96,13 @@ def tsquery_text(words: Sequence[str]) -> str:
     return " | ".join(f"{word}:*" for word in dict.fromkeys(folded))
 
 
-class PostgresQueryHooks(QueryStoreMixin):
-    """PostgreSQL overrides of the :class:`QueryStoreMixin` hooks."""
+class PostgresSearch(SearchBackend):
+    """``tsvector`` search over ``events.search``; ``engine`` is the store's (for VACUUM)."""
 
-    def _keyword_search(
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def keyword_search(
         self,
         conn: Connection,
         words: Sequence[str],
@@ -135,18 +122,18 @@ class PostgresQueryHooks(QueryStoreMixin):
         )
         return [(int(row[0]), round(float(row[1]), 6)) for row in conn.execute(query)]
 
-    def _record_contains(self, needle: bytes) -> ColumnElement[bool] | None:
+    def record_contains(self, needle: bytes) -> ColumnElement[bool] | None:
         found = func.position(literal(needle, LargeBinary).op("IN")(events.c.record))
         return found.cast(Integer) > 0
 
-    def _erase_in_transaction(self, conn: Connection, ids: Sequence[int]) -> int:
+    def erase_in_transaction(self, conn: Connection, ids: Sequence[int]) -> int:
         cleared = 0
         for start in range(0, len(ids), 500):
             chunk = list(ids[start : start + 500])
             cleared += conn.execute(_CLEAR_SEARCH, {"ids": chunk}).rowcount
         return cleared
 
-    def _erase_finish(self) -> None:
+    def erase_finish(self) -> None:
         try:
             with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
                 conn.exec_driver_sql("VACUUM (SKIP_LOCKED) events, event_embeddings")

@@ -1,36 +1,20 @@
-"""The SQLite pieces of the query features: FTS5 search, batch indexer, secure erasure.
+"""SQLite full-text search: a contentless FTS5 table filled in batches by a background
+indexer, ``bm25`` ranking, and erasure that leaves no erased term in the file.
 
-* **Index**: ``events_fts`` is a contentless FTS5 table (``content=''``, ``detail=none``: no
-  positions, as no phrase or NEAR query is ever run, which makes indexing ~40 % cheaper; tokenizer
-  ``porter unicode61 remove_diacritics 2``: English stems, so ``refunded`` and ``refunds`` find
-  ``refund`` and the other way round) keyed by ``events.id``. Rows are added in batches by
-  :meth:`SQLiteQueryHooks._index_catch_up` up to the watermark ``events_fts_state`` (FTS5 costs
-  about 3x less per row in batches of thousands than row by row), and ingest never waits for it:
-  the background indexer (:mod:`agentledger.server._query.workers`) waits while writes run
-  (unless 100,000 rows are pending) and drains in slices of 10,000 rows once they pause, and every
-  search catches up first, so a search sees the writes that completed before it.
-* **Search**: ``events_fts MATCH '"w1"* OR "w2"*'`` ranked by ``bm25()`` (lower is better;
-  reported negated so higher is better): the best ``4 * limit + 20`` rows of the index alone
-  first, then the filters (agent, session, types, time, superseded) on those; the full join
-  only when the filters left fewer than ``limit``.
-* **Erasure**: ``secure_delete`` overwrites freed content with zeros (set on every connection
-  by the store, and again here); the migration's trigger removes an erased row from the index
-  inside the forget transaction; ``'optimize'`` then merges the FTS5 segments so the erased
-  terms are gone from the index pages, not only marked deleted; after COMMIT a
-  ``wal_checkpoint(TRUNCATE)`` moves the pages into the database file and empties the WAL.
+Design notes (index, ranking, erasure): ``docs/design/server-search.md``.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    Engine,
     LargeBinary,
     column,
     func,
@@ -42,11 +26,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from agentledger.server._query._store import QueryStoreMixin
-from agentledger.server._query.text import fts5_match
-from agentledger.server._store._tables import events
+from agentledger.server._search.base import SearchBackend
+from agentledger.server._tables import events
 
-__all__ = ["TEXT_OF", "SQLiteQueryHooks"]
+__all__ = ["TEXT_OF", "SQLiteSearch", "fts5_match"]
 
 logger = logging.getLogger("agentledger.server.query")
 
@@ -63,10 +46,20 @@ _MATCH: ColumnElement[Any] = literal_column("events_fts")
 _BM25: ColumnElement[Any] = literal_column("bm25(events_fts)")
 
 
-class SQLiteQueryHooks(QueryStoreMixin):
-    """SQLite overrides of the :class:`QueryStoreMixin` hooks."""
+def fts5_match(words: list[str]) -> str:
+    """An FTS5 ``MATCH`` expression: ``"w1"* OR "w2"*``: each word quoted and prefix-matched
+    (``"refund"*`` finds ``refunded``), any word may match, and BM25 ranks rows matching more
+    (and rarer) words first. Words hold no quote characters (see ``query_words``)."""
+    return " OR ".join(f'"{word}"*' for word in words)
 
-    def _keyword_search(
+
+class SQLiteSearch(SearchBackend):
+    """FTS5 search over ``events_fts``; ``engine`` is the store's (for the WAL checkpoint)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def keyword_search(
         self,
         conn: Connection,
         words: Sequence[str],
@@ -128,7 +121,7 @@ class SQLiteQueryHooks(QueryStoreMixin):
             ).scalar_one()
         )
 
-    def _index_catch_up(self, conn: Connection, max_rows: int) -> int:
+    def index_catch_up(self, conn: Connection, max_rows: int) -> int:
         mark = self._indexed_through(conn)
         top = conn.execute(select(func.max(events.c.id))).scalar() or 0
         upto = min(int(top), mark + max_rows)
@@ -148,11 +141,7 @@ class SQLiteQueryHooks(QueryStoreMixin):
         )
         return upto - mark
 
-    def _writer_busy(self) -> bool:
-        lock: threading.Lock | None = getattr(self, "_write_lock", None)
-        return lock is not None and lock.locked()
-
-    def _index_pending(self, conn: Connection) -> int:
+    def index_pending(self, conn: Connection) -> int:
         mark = self._indexed_through(conn)
         return int(
             conn.execute(
@@ -160,20 +149,20 @@ class SQLiteQueryHooks(QueryStoreMixin):
             ).scalar_one()
         )
 
-    def _record_contains(self, needle: bytes) -> ColumnElement[bool] | None:
+    def record_contains(self, needle: bytes) -> ColumnElement[bool] | None:
         return func.instr(events.c.record, literal(needle, LargeBinary)) > 0
 
-    def _erase_prepare(self, conn: Connection) -> None:
+    def erase_prepare(self, conn: Connection) -> None:
         conn.exec_driver_sql("PRAGMA secure_delete=ON")
 
-    def _erase_in_transaction(self, conn: Connection, ids: Sequence[int]) -> int:
+    def erase_in_transaction(self, conn: Connection, ids: Sequence[int]) -> int:
         mark = self._indexed_through(conn)
         indexed = sum(1 for i in ids if i <= mark)
         if indexed:
             conn.exec_driver_sql("INSERT INTO events_fts(events_fts) VALUES ('optimize')")
         return indexed
 
-    def _erase_finish(self) -> None:
+    def erase_finish(self) -> None:
         try:
             with self.engine.connect() as conn:
                 conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -15,6 +15,8 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_EVENT_TYPE_CHARS, MAX_SESSION_CHARS
+
 __all__ = ["agents", "api_keys", "event_embeddings", "events", "ledger_meta", "metadata"]
 
 metadata = MetaData()
@@ -27,13 +29,13 @@ events = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("event_id", String(36), nullable=False, unique=True),
-    Column("agent", String(255), nullable=False),
+    Column("agent", String(MAX_AGENT_CHARS), nullable=False),
     Column("sequence_no", Integer, nullable=False),
     Column("timestamp", String(32), nullable=False),
     Column("received_at", String(32), nullable=False),
-    Column("event", String(255), nullable=True),
+    Column("event", String(MAX_EVENT_TYPE_CHARS), nullable=True),
     Column("parent_id", String(36), nullable=True),
-    Column("session_id", String(255), nullable=True),
+    Column("session_id", String(MAX_SESSION_CHARS), nullable=True),
     Column("supersedes", String(36), nullable=True),
     Column("importance", Float, nullable=True),
     Column("idempotency_key", String(255), nullable=True),
@@ -53,7 +55,7 @@ events = Table(
 agents = Table(
     "agents",
     metadata,
-    Column("agent", String(255), primary_key=True),
+    Column("agent", String(MAX_AGENT_CHARS), primary_key=True),
     Column("last_seq", Integer, nullable=False),
     Column("last_hash", String(64), nullable=False),
     Column("event_count", Integer, nullable=False),
@@ -69,7 +71,7 @@ api_keys = Table(
     Column("name", String(255), nullable=False),
     Column("key_hash", String(64), nullable=False, unique=True),
     Column("prefix", String(16), nullable=False),
-    Column("agent", String(255), nullable=True),
+    Column("agent", String(MAX_AGENT_CHARS), nullable=True),
     Column("scope", String(16), nullable=False),
     Column("created_at", String(32), nullable=False),
     Column("expires_at", String(32), nullable=True),
@@ -85,12 +87,12 @@ ledger_meta = Table(
 )
 
 #: One embedding vector per event (float32 little-endian bytes), written by the background
-#: embedding worker (issue 3); forget deletes an event's row in its own transaction.
+#: embedding worker; forget deletes an event's row in its own transaction.
 event_embeddings = Table(
     "event_embeddings",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=False),
-    Column("agent", String(255), nullable=False),
+    Column("agent", String(MAX_AGENT_CHARS), nullable=False),
     Column("model", String(255), nullable=False),
     Column("dim", Integer, nullable=False),
     Column("vector", LargeBinary, nullable=False),

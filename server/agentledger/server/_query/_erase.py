@@ -1,0 +1,94 @@
+"""Forget in SQL: find the events whose ``data`` matches, then tombstone them with their
+embeddings and index rows in one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import orjson
+from sqlalchemy import ColumnElement, and_, delete, or_, select, update
+
+from agentledger.server._query.forget import ForgetMatcher, prefilters
+from agentledger.server._search.base import SearchBackend
+from agentledger.server._store._rows import IN_CHUNK
+from agentledger.server._store._sql import SQLStore
+from agentledger.server._tables import event_embeddings, events
+
+__all__ = ["ForgetOutcome", "forget"]
+
+
+@dataclass(slots=True)
+class ForgetOutcome:
+    """What a forget erased (or would erase, ``dry_run``)."""
+
+    deleted_events: int = 0
+    event_ids: list[str] = field(default_factory=list)
+    agents: dict[str, int] = field(default_factory=dict)
+    embeddings_deleted: int = 0
+    index_rows_deleted: int = 0
+
+
+def forget(
+    store: SQLStore,
+    search: SearchBackend,
+    filter_key: str,
+    filter_value: str,
+    *,
+    agents: Sequence[str] | None,
+    dry_run: bool,
+    id_limit: int = 1000,
+) -> ForgetOutcome:
+    """Erase (tombstone) matching events with their index rows and embeddings, in one
+    transaction; ``dry_run`` only counts. ``event_ids`` lists at most ``id_limit`` ids.
+
+    Candidates are narrowed on the canonical record bytes (``search.record_contains`` of
+    :func:`~agentledger.server._query.forget.prefilters`), then checked exactly. The tombstone
+    keeps ``event_id``, ``sequence_no``, ``chain_hash`` and the indexed columns (type, time,
+    parent, session) and clears ``record``, ``checksum``, ``fingerprint`` and
+    ``idempotency_key``; verification counts it as erased.
+    """
+    matcher = ForgetMatcher(filter_key, filter_value)
+    key_pattern, value_patterns = prefilters(filter_key, filter_value)
+    where: list[ColumnElement[bool]] = [events.c.record.is_not(None)]
+    key_test = search.record_contains(key_pattern)
+    value_tests = [search.record_contains(v) for v in value_patterns]
+    if key_test is not None:
+        where.append(key_test)
+    if value_tests and all(t is not None for t in value_tests):
+        where.append(or_(*[t for t in value_tests if t is not None]))
+    if agents is not None:
+        where.append(events.c.agent.in_(list(agents)))
+    query = select(events.c.id, events.c.event_id, events.c.agent, events.c.record).where(
+        and_(*where)
+    )
+    outcome = ForgetOutcome()
+    context = store.reader() if dry_run else store.writer()
+    with context as conn:
+        if not dry_run:
+            search.erase_prepare(conn)
+        ids: list[int] = []
+        for row_id, event_id, agent, record in conn.execute(query):
+            data = orjson.loads(record).get("data")
+            if not matcher.matches(data):
+                continue
+            ids.append(row_id)
+            outcome.agents[agent] = outcome.agents.get(agent, 0) + 1
+            if len(outcome.event_ids) < id_limit:
+                outcome.event_ids.append(event_id)
+        outcome.deleted_events = len(ids)
+        if dry_run or not ids:
+            return outcome
+        for start in range(0, len(ids), IN_CHUNK):
+            chunk = ids[start : start + IN_CHUNK]
+            conn.execute(
+                update(events)
+                .where(events.c.id.in_(chunk))
+                .values(record=None, checksum=None, fingerprint=None, idempotency_key=None)
+            )
+            outcome.embeddings_deleted += conn.execute(
+                delete(event_embeddings).where(event_embeddings.c.id.in_(chunk))
+            ).rowcount
+        outcome.index_rows_deleted = search.erase_in_transaction(conn, ids)
+    search.erase_finish()
+    return outcome

@@ -1,0 +1,258 @@
+"""The append algorithm shared by the stores: duplicates, per-agent sequence numbers and chain
+links, computed inside the caller's write transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import uuid_utils
+from sqlalchemy import Connection, select, tuple_, update
+
+from agentledger.server._canonical import canonical
+from agentledger.server._chain import ChainHasher
+from agentledger.server._ingest import PreparedEvent, now_ts
+from agentledger.server._store._rows import IN_CHUNK
+from agentledger.server._store.base import AppendOutcome
+from agentledger.server._tables import agents, events
+
+__all__ = ["InsertRows", "append_in", "lookup_existing"]
+
+#: Inserts event rows (tuples in ``INSERT_COLUMNS`` order) on a connection.
+InsertRows = Callable[[Connection, list[tuple[Any, ...]]], None]
+
+
+def lookup_existing(
+    conn: Connection, items: Sequence[PreparedEvent]
+) -> tuple[dict[str, tuple[str | None, AppendOutcome]], dict[tuple[str, str], Any]]:
+    cols = (
+        events.c.event_id,
+        events.c.agent,
+        events.c.idempotency_key,
+        events.c.sequence_no,
+        events.c.timestamp,
+        events.c.checksum,
+        events.c.chain_hash,
+        events.c.fingerprint,
+    )
+    by_id: dict[str, tuple[str | None, AppendOutcome]] = {}
+    by_key: dict[tuple[str, str], tuple[str | None, AppendOutcome]] = {}
+
+    def remember(row: Any) -> None:
+        outcome = AppendOutcome(
+            ok=True,
+            status=200,
+            event_id=row[0],
+            sequence_no=row[3],
+            timestamp=row[4],
+            checksum=row[5],
+            chain_hash=row[6],
+            duplicate=True,
+        )
+        by_id[row[0]] = (row[7], outcome)
+        if row[2] is not None:
+            by_key[(row[1], row[2])] = (row[7], outcome)
+
+    ids = [it.event_id for it in items if it.event_id is not None]
+    for start in range(0, len(ids), IN_CHUNK):
+        chunk = ids[start : start + IN_CHUNK]
+        for row in conn.execute(select(*cols).where(events.c.event_id.in_(chunk))):
+            remember(row)
+    keys = sorted({(it.agent, it.idempotency_key) for it in items if it.idempotency_key})
+    for start in range(0, len(keys), IN_CHUNK):
+        chunk_keys = keys[start : start + IN_CHUNK]
+        pair = tuple_(events.c.agent, events.c.idempotency_key)
+        query = select(*cols).where(pair.in_(chunk_keys))
+        for row in conn.execute(query):
+            remember(row)
+    return by_id, by_key
+
+
+def append_in(
+    conn: Connection,
+    items: Sequence[PreparedEvent],
+    keep_received_at: Sequence[str | None],
+    *,
+    hasher: ChainHasher,
+    insert_events: InsertRows,
+) -> list[AppendOutcome]:
+    """Write ``items`` on ``conn`` (a write transaction that excludes other writers of the
+    same agents); see :meth:`~agentledger.server._store.base.LedgerStore.append`."""
+    received = now_ts()
+    by_id, by_key = lookup_existing(conn, items)
+    names = sorted({it.agent for it in items})
+    heads: dict[str, list[Any]] = {}
+    for start in range(0, len(names), IN_CHUNK):
+        query = select(
+            agents.c.agent,
+            agents.c.last_seq,
+            agents.c.last_hash,
+            agents.c.event_count,
+            agents.c.first_seen,
+            agents.c.last_seen,
+        ).where(agents.c.agent.in_(names[start : start + IN_CHUNK]))
+        for row in conn.execute(query):
+            heads[row[0]] = [row[1], row[2], row[3], row[4], row[5], False]
+        link = hasher.link
+    checksum_of = hasher.checksum
+    outcomes: list[AppendOutcome] = []
+    rows: list[tuple[Any, ...]] = []
+    for index, item in enumerate(items):
+        parent_id = item.parent_id
+        if item.parent_index is not None:
+            if item.parent_index >= index:
+                outcomes.append(
+                    AppendOutcome(
+                        ok=False,
+                        status=422,
+                        error=f"parent_index: must name an earlier item (< {index})",
+                    )
+                )
+                continue
+            parent = outcomes[item.parent_index]
+            if not parent.ok:
+                outcomes.append(
+                    AppendOutcome(
+                        ok=False,
+                        status=422,
+                        error=f"parent_index: item {item.parent_index} was not written",
+                    )
+                )
+                continue
+            parent_id = parent.event_id
+        hit = None
+        field_name = "event_id"
+        if item.event_id is not None:
+            hit = by_id.get(item.event_id)
+        if hit is None and item.idempotency_key is not None:
+            hit = by_key.get((item.agent, item.idempotency_key))
+            field_name = "idempotency_key"
+        if hit is not None:
+            fingerprint, stored = hit
+            if fingerprint == item.fingerprint:
+                outcomes.append(
+                    AppendOutcome(
+                        ok=True,
+                        status=200,
+                        event_id=stored.event_id,
+                        sequence_no=stored.sequence_no,
+                        timestamp=stored.timestamp,
+                        checksum=stored.checksum,
+                        chain_hash=stored.chain_hash,
+                        duplicate=True,
+                    )
+                )
+            else:
+                outcomes.append(
+                    AppendOutcome(
+                        ok=False,
+                        status=409,
+                        event_id=stored.event_id,
+                        error=(
+                            f"{field_name}: already used by event {stored.event_id} "
+                            "with a different body"
+                        ),
+                    )
+                )
+            continue
+        event_id = item.event_id or str(uuid_utils.uuid7())
+        head = heads.get(item.agent)
+        if head is None:
+            head = [0, None, 0, item.timestamp, item.timestamp, True]
+            heads[item.agent] = head
+        seq = head[0] + 1
+        record = {
+            "event_id": event_id,
+            "agent": item.agent,
+            "sequence_no": seq,
+            "timestamp": item.timestamp,
+            "event": item.event,
+            "data": item.data,
+            "parent_id": parent_id,
+            "session_id": item.session_id,
+            "metadata": item.metadata,
+            "supersedes": item.supersedes,
+        }
+        canon = canonical(record, fast_ok=item.fast_ok)
+        checksum = checksum_of(canon)
+        chain_hash = link(head[1], canon)
+        head[0] = seq
+        head[1] = chain_hash
+        head[2] += 1
+        if item.timestamp < head[3]:
+            head[3] = item.timestamp
+        if item.timestamp > head[4]:
+            head[4] = item.timestamp
+        kept = keep_received_at[index] if index < len(keep_received_at) else None
+        rows.append(
+            (
+                event_id,
+                item.agent,
+                seq,
+                item.timestamp,
+                kept or received,
+                item.event,
+                parent_id,
+                item.session_id,
+                item.supersedes,
+                item.importance,
+                item.idempotency_key,
+                item.fingerprint,
+                canon,
+                checksum,
+                chain_hash,
+            )
+        )
+        outcome = AppendOutcome(
+            ok=True,
+            status=201,
+            event_id=event_id,
+            sequence_no=seq,
+            timestamp=item.timestamp,
+            checksum=checksum,
+            chain_hash=chain_hash,
+        )
+        outcomes.append(outcome)
+        dup = AppendOutcome(
+            ok=True,
+            status=200,
+            event_id=event_id,
+            sequence_no=seq,
+            timestamp=item.timestamp,
+            checksum=checksum,
+            chain_hash=chain_hash,
+            duplicate=True,
+        )
+        by_id[event_id] = (item.fingerprint, dup)
+        if item.idempotency_key is not None:
+            by_key[(item.agent, item.idempotency_key)] = (item.fingerprint, dup)
+    if rows:
+        insert_events(conn, rows)
+        new_heads = []
+        for name, (seq, chain_hash, count, first, last, is_new) in heads.items():
+            if is_new:
+                new_heads.append(
+                    {
+                        "agent": name,
+                        "last_seq": seq,
+                        "last_hash": chain_hash,
+                        "event_count": count,
+                        "first_seen": first,
+                        "last_seen": last,
+                    }
+                )
+            else:
+                conn.execute(
+                    update(agents)
+                    .where(agents.c.agent == name)
+                    .values(
+                        last_seq=seq,
+                        last_hash=chain_hash,
+                        event_count=count,
+                        first_seen=first,
+                        last_seen=last,
+                    )
+                )
+        if new_heads:
+            conn.execute(agents.insert(), new_heads)
+    return outcomes
