@@ -13,9 +13,7 @@ and ``docs/``:
     ``docs/pages/<page>.md``) in the README and ``docs/`` name files that exist; so do paths of
     markdown files under ``docs/`` cited from code.
 
-``PENDING`` lists the files that still break a rule while the layout work is being merged. It
-only shrinks: a listed file that no longer breaks a rule, or no longer exists, fails the test
-until it is taken off the list. See ``docs/pages/layout.md``.
+See ``docs/pages/layout.md`` for the house rules this belongs to.
 """
 
 from __future__ import annotations
@@ -36,80 +34,6 @@ SCANNED_DIRS = ("core_client", "server", "integrations", "tests", "examples", "b
 SCANNED_FILES = ("README.md", "noxfile.py", "pyproject.toml")
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".yml", ".yaml", ".cfg", ".ini", ".txt", ".html", ".j2"}
 SKIPPED_PARTS = {"site", "__pycache__", "node_modules"}
-
-#: Files that still break a rule. Only shrinks: fix a file, then take it off this list. A file
-#: that moves with its broken references keeps its entry under its new path.
-PENDING: frozenset[str] = frozenset(
-    {
-        "benchmarks/bench_crewai.py",
-        "benchmarks/bench_dashboard.py",
-        "benchmarks/bench_langchain.py",
-        "benchmarks/bench_mcp_proxy.py",
-        "benchmarks/bench_postgres.py",
-        "benchmarks/bench_query.py",
-        "core_client/agentledger/client/_base.py",
-        "core_client/agentledger/client/_batcher.py",
-        "core_client/agentledger/client/_cli/query_commands.py",
-        "core_client/agentledger/client/_retry.py",
-        "core_client/agentledger/client/_sanitize.py",
-        "core_client/agentledger/protocol/redaction.py",
-        "examples/regression_suite/refund_agent.py",
-        "integrations/agentledger/integrations/_cases/__init__.py",
-        "integrations/agentledger/integrations/_cases/_checks.py",
-        "integrations/agentledger/integrations/_cases/_export.py",
-        "integrations/agentledger/integrations/_cases/_model.py",
-        "integrations/agentledger/integrations/_cases/_pseudonym.py",
-        "integrations/agentledger/integrations/_cases/_runner.py",
-        "integrations/agentledger/integrations/_cli.py",
-        "integrations/agentledger/integrations/_crewai_events.py",
-        "integrations/agentledger/integrations/_crewai_order.py",
-        "integrations/agentledger/integrations/_crewai_scopes.py",
-        "integrations/agentledger/integrations/_crewai_usage.py",
-        "integrations/agentledger/integrations/_crewai_writer.py",
-        "integrations/agentledger/integrations/_demo.py",
-        "integrations/agentledger/integrations/_langchain/_runs.py",
-        "integrations/agentledger/integrations/_langchain/_values.py",
-        "integrations/agentledger/integrations/_livekit_state.py",
-        "integrations/agentledger/integrations/cases.py",
-        "integrations/agentledger/integrations/crewai.py",
-        "integrations/agentledger/integrations/langchain.py",
-        "integrations/agentledger/integrations/livekit.py",
-        "integrations/agentledger/integrations/pytest_plugin.py",
-        "server/agentledger/server/_app.py",
-        "server/agentledger/server/_ingest.py",
-        "server/agentledger/server/_query/__init__.py",
-        "server/agentledger/server/_query/_store.py",
-        "server/agentledger/server/_query/forget.py",
-        "server/agentledger/server/_query/text.py",
-        "server/agentledger/server/_routes/events.py",
-        "server/agentledger/server/_routes/query.py",
-        "server/agentledger/server/_settings.py",
-        "server/agentledger/server/_store/_migrations/versions/0002_query_features.py",
-        "server/agentledger/server/_store/_tables.py",
-        "server/agentledger/server/_store/base.py",
-        "server/agentledger/server/_ui/__init__.py",
-        "server/agentledger/server/_ui/_api.py",
-        "server/agentledger/server/_ui/_charts.py",
-        "server/agentledger/server/_ui/_pages.py",
-        "server/agentledger/server/_ui/_present.py",
-        "server/agentledger/server/_ui/_viewer.py",
-        "tests/cases/__init__.py",
-        "tests/client/conftest.py",
-        "tests/client/test_cases.py",
-        "tests/client/test_exported_members.py",
-        "tests/conftest.py",
-        "tests/integrations/crewai/__init__.py",
-        "tests/integrations/crewai/fakes.py",
-        "tests/integrations/langchain/fakes.py",
-        "tests/integrations/langchain/test_field_cases.py",
-        "tests/integrations/livekit/fakes.py",
-        "tests/integrations/mcp/test_review.py",
-        "tests/postgres/test_pg_concurrency.py",
-        "tests/query/conftest.py",
-    }
-)
-#: The size of PENDING when it was written; lower it whenever PENDING shrinks.
-PENDING_CAP = 65
 
 # -- rule (a): references to documents outside the repository ---------------------------------
 
@@ -277,17 +201,7 @@ CASES = defined_cases((REPO / FIELD_CASES).read_text(encoding="utf-8"))
 @pytest.mark.parametrize("rel", FILES)
 def test_references_resolve(rel: str) -> None:
     found = list(problems(rel, (REPO / rel).read_text(encoding="utf-8"), CASES))
-    if rel in PENDING:
-        if not found:
-            pytest.fail(f"{rel} has no broken reference any more: take it off PENDING")
-        pytest.xfail(f"PENDING ({len(found)} broken references)")
     assert not found, "\n".join(found)
-
-
-def test_pending_only_shrinks() -> None:
-    gone = sorted(rel for rel in PENDING if not (REPO / rel).is_file())
-    assert not gone, f"take these moved or deleted files off PENDING: {gone}"
-    assert len(PENDING) <= PENDING_CAP, "PENDING only shrinks; fix the file instead"
 
 
 @pytest.mark.parametrize("rel", [f for f in FILES if f == "README.md" or f.startswith("docs/")])

@@ -15,11 +15,12 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from agentledger.cases._model import Case, StubCall
+from agentledger.protocol import LedgerError
 
 __all__ = ["StubRegistry", "UnexpectedToolCall", "stub_tools"]
 
 
-class UnexpectedToolCall(ToolException):
+class UnexpectedToolCall(ToolException, LedgerError):
     """A tool call the source session did not make (tool or arguments)."""
 
 

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from agentledger.protocol import LedgerError
+
 if TYPE_CHECKING:
     from agentledger.cases._model import Case
     from agentledger.cases._runner import RunTarget
@@ -30,7 +32,7 @@ __all__ = [
 _STATE = pytest.StashKey["_Shared"]()
 
 
-class CaseFailed(AssertionError):
+class CaseFailed(LedgerError, AssertionError):
     """A case missed a ``min_pass_rate``; the message names checks, expected and actual."""
 
 
