@@ -203,7 +203,7 @@ def window_summary(shapes: Sequence[SessionShape]) -> dict[str, Any]:
 
 
 def _js_distance(a: Counter[str], b: Counter[str]) -> float:
-    from scipy.spatial.distance import jensenshannon  # type: ignore[import-untyped]
+    from scipy.spatial.distance import jensenshannon
 
     keys = sorted(set(a) | set(b))
     if not keys or not sum(a.values()) or not sum(b.values()):
@@ -213,7 +213,7 @@ def _js_distance(a: Counter[str], b: Counter[str]) -> float:
 
 
 def _chi_square(a: Counter[str], b: Counter[str]) -> dict[str, Any]:
-    from scipy.stats import chi2_contingency  # type: ignore[import-untyped]
+    from scipy.stats import chi2_contingency
 
     pooled_a = 0
     pooled_b = 0
