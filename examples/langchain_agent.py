@@ -12,23 +12,14 @@ threads), so the example needs no API key.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import Any
 
 from langchain.agents import create_agent
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
 from agentledger.client import Ledger
 from agentledger.integrations.langchain import instrument
-
-
-class FakeToolModel(GenericFakeChatModel):
-    """An offline chat model replaying scripted replies; tools need no binding."""
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> FakeToolModel:  # type: ignore[override]
-        return self
+from agentledger.testing.chat_models import ScriptedChatModel
 
 
 @tool
@@ -44,8 +35,8 @@ def get_train(origin: str, destination: str) -> str:
 
 
 def main() -> None:
-    model = FakeToolModel(
-        messages=iter(
+    model = ScriptedChatModel(
+        replies=(
             [
                 AIMessage(
                     "",

@@ -36,7 +36,7 @@ def test_server_errors_derive_from_ledger_error(
 def test_the_server_never_imports_the_client() -> None:
     code = (
         "import sys, agentledger.server._app, agentledger.server._store.sqlite, "
-        "agentledger.server._store.postgres, agentledger.server._ui, agentledger.server._cli\n"
+        "agentledger.server._store.postgres, agentledger.server._ui, agentledger.server.admin\n"
         "print(sorted(m for m in sys.modules if m.startswith('agentledger.client')))"
     )
     out = subprocess.run(

@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+
+from agentledger.testing.chat_models import ScriptedChatModel
 
 USAGE = {"input_tokens": 11, "output_tokens": 4, "total_tokens": 15}
 
 
-class ToolCallingFake(GenericFakeChatModel):
-    """GenericFakeChatModel that accepts ``bind_tools`` (the stock fakes raise there)."""
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ToolCallingFake:  # type: ignore[override]
-        return self
-
-
-def scripted(*replies: AIMessage | str) -> ToolCallingFake:
-    return ToolCallingFake(messages=iter(replies))
+def scripted(*replies: AIMessage | str) -> ScriptedChatModel:
+    """The package's scripted model, replaying ``replies`` (usage only where a reply has it)."""
+    return ScriptedChatModel(replies=list(replies), usage=False)
 
 
 class EchoModel(BaseChatModel):
