@@ -220,13 +220,59 @@ async def test_missing_parent_then_parent_arrives(app_client: httpx.AsyncClient)
     assert [e["event"] for e in why["chain"]] == ["parent", "child"]
 
 
-async def test_parent_cycle_terminates(app_client: httpx.AsyncClient) -> None:
-    a, b = str(uuid.uuid4()), str(uuid.uuid4())
-    await batch(app_client, [ev("cy", event_id=a, parent_id=b), ev("cy", event_id=b, parent_id=a)])
-    why = (await app_client.get(f"/v1/events/{a}/why", params={"depth": 50})).json()
-    assert why["depth_truncated"] and why["chain_length"] == 51
-    impact = (await app_client.get(f"/v1/events/{a}/impact")).json()
-    assert [e["event_id"] for e in impact["events"]] == [b]
+def _ids(n: int) -> list[str]:
+    return [str(uuid.uuid4()) for _ in range(n)]
+
+
+async def test_an_event_cannot_be_its_own_parent(app_client: httpx.AsyncClient) -> None:
+    """A self-parent is a 422 naming ``parent_id``, alone and in a batch; nothing is written."""
+    (a,) = _ids(1)
+    single = await app_client.post("/v1/events", json=ev("cy0", event_id=a, parent_id=a))
+    assert single.status_code == 422 and "parent_id" in single.text, single.text
+    result = await batch(app_client, [ev("cy0", event_id=a, parent_id=a), ev("cy0")])
+    assert [r["ok"] for r in result["results"]] == [False, True]
+    assert "parent_id" in result["results"][0]["error"]
+    assert (await app_client.get(f"/v1/events/{a}")).status_code == 404
+
+
+async def test_an_edge_that_closes_a_cycle_is_refused(app_client: httpx.AsyncClient) -> None:
+    """A parent may arrive after its child, but an edge that would make an event its own
+    ancestor is refused (422 naming ``parent_id``), through stored and same-batch events."""
+    a, b, c = _ids(3)
+    await post(app_client, ev("cy1", event_id=a, parent_id=b))  # b is not stored yet
+    refused = await app_client.post("/v1/events", json=ev("cy1", event_id=b, parent_id=a))
+    assert refused.status_code == 422 and "parent_id" in refused.text, refused.text
+    # b -> c is fine; then c -> a would close a -> b -> c -> a, across stored and pending rows
+    result = await batch(
+        app_client, [ev("cy1", event_id=b, parent_id=c), ev("cy1", event_id=c, parent_id=a)]
+    )
+    assert [r["ok"] for r in result["results"]] == [True, False]
+    assert "cycle" in result["results"][1]["error"]
+    why = (await app_client.get(f"/v1/events/{a}/why", params={"depth": 10_000})).json()
+    assert [e["event_id"] for e in why["chain"]] == [b, a]
+    assert why["missing_parent"] == c and not why["depth_truncated"]
+    impact = (await app_client.get(f"/v1/events/{b}/impact")).json()
+    assert [e["event_id"] for e in impact["events"]] == [a]
+
+
+async def test_parent_index_and_import_cannot_close_a_cycle(app_client: httpx.AsyncClient) -> None:
+    """The same rule on the two other write paths: ``parent_index`` in a batch, and import."""
+    x, y = _ids(2)
+    result = await batch(
+        app_client, [ev("cy2", event_id=x, parent_id=y), ev("cy2", event_id=y, parent_index=0)]
+    )
+    assert [r["ok"] for r in result["results"]] == [True, False]
+    assert "parent_id" in result["results"][1]["error"]
+    p, q = _ids(2)
+    lines = [
+        {**ev("cy3", event_id=p, parent_id=q), "timestamp": "2026-01-01T00:00:00Z"},
+        {**ev("cy3", event_id=q, parent_id=p), "timestamp": "2026-01-01T00:00:01Z"},
+    ]
+    response = await app_client.post("/v1/events/import", json={"events": lines})
+    assert response.status_code == 200, response.text
+    imported = response.json()
+    assert imported["imported"] == 1 and imported["failed"] == 1
+    assert imported["errors"][0]["index"] == 1 and "parent_id" in imported["errors"][0]["detail"]
 
 
 async def test_impact_lists_every_descendant(app_client: httpx.AsyncClient) -> None:

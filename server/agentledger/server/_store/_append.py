@@ -7,11 +7,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import uuid_utils
-from sqlalchemy import Connection, select, tuple_, update
+from sqlalchemy import Connection, or_, select, tuple_, update
 
 from agentledger.server._canonical import canonical
 from agentledger.server._chain import ChainHasher
 from agentledger.server._ingest import PreparedEvent, now_ts
+from agentledger.server._store._cycles import closes_cycle
 from agentledger.server._store._rows import IN_CHUNK
 from agentledger.server._store.base import AppendOutcome
 from agentledger.server._tables import agents, events
@@ -23,8 +24,10 @@ InsertRows = Callable[[Connection, list[tuple[Any, ...]]], None]
 
 
 def lookup_existing(
-    conn: Connection, items: Sequence[PreparedEvent]
+    conn: Connection, items: Sequence[PreparedEvent], referenced: set[str]
 ) -> tuple[dict[str, tuple[str | None, AppendOutcome]], dict[tuple[str, str], Any]]:
+    """Stored events with the ids or idempotency keys of ``items``; adds to ``referenced`` those
+    ids a stored event names as its parent (found by the same indexed query)."""
     cols = (
         events.c.event_id,
         events.c.agent,
@@ -56,8 +59,15 @@ def lookup_existing(
     ids = [it.event_id for it in items if it.event_id is not None]
     for start in range(0, len(ids), IN_CHUNK):
         chunk = ids[start : start + IN_CHUNK]
-        for row in conn.execute(select(*cols).where(events.c.event_id.in_(chunk))):
-            remember(row)
+        wanted = set(chunk)
+        by_either = select(*cols, events.c.parent_id).where(
+            or_(events.c.event_id.in_(chunk), events.c.parent_id.in_(chunk))
+        )
+        for found in conn.execute(by_either):
+            if found[0] in wanted:
+                remember(found)
+            if found[8] in wanted:
+                referenced.add(found[8])
     keys = sorted({(it.agent, it.idempotency_key) for it in items if it.idempotency_key})
     for start in range(0, len(keys), IN_CHUNK):
         chunk_keys = keys[start : start + IN_CHUNK]
@@ -66,6 +76,25 @@ def lookup_existing(
         for row in conn.execute(query):
             remember(row)
     return by_id, by_key
+
+
+def _parent_refusal(
+    conn: Connection,
+    event_id: str,
+    parent_id: str | None,
+    referenced: set[str],
+    pending: dict[str, str | None],
+) -> str | None:
+    """Why ``parent_id`` cannot be this event's parent, or ``None`` when it can."""
+    if parent_id is None:
+        return None
+    if parent_id == event_id:
+        return "parent_id: an event cannot be its own parent"
+    if event_id in referenced and closes_cycle(conn, event_id, parent_id, pending):
+        return (
+            f"parent_id: {parent_id} descends from event {event_id}; the edge would close a cycle"
+        )
+    return None
 
 
 def append_in(
@@ -79,7 +108,9 @@ def append_in(
     """Write ``items`` on ``conn`` (a write transaction that excludes other writers of the
     same agents); see :meth:`~agentledger.server._store.base.LedgerStore.append`."""
     received = now_ts()
-    by_id, by_key = lookup_existing(conn, items)
+    # ids a stored event already names as parent: only these can close a cycle
+    referenced: set[str] = set()
+    by_id, by_key = lookup_existing(conn, items, referenced)
     names = sorted({it.agent for it in items})
     heads: dict[str, list[Any]] = {}
     for start in range(0, len(names), IN_CHUNK):
@@ -97,6 +128,7 @@ def append_in(
     checksum_of = hasher.checksum
     outcomes: list[AppendOutcome] = []
     rows: list[tuple[Any, ...]] = []
+    pending: dict[str, str | None] = {}
     for index, item in enumerate(items):
         parent_id = item.parent_id
         if item.parent_index is not None:
@@ -156,6 +188,13 @@ def append_in(
                 )
             continue
         event_id = item.event_id or str(uuid_utils.uuid7())
+        refusal = _parent_refusal(conn, event_id, parent_id, referenced, pending)
+        if refusal is not None:
+            outcomes.append(AppendOutcome(ok=False, status=422, error=refusal))
+            continue
+        pending[event_id] = parent_id
+        if parent_id is not None:
+            referenced.add(parent_id)
         head = heads.get(item.agent)
         if head is None:
             head = [0, None, 0, item.timestamp, item.timestamp, True]
