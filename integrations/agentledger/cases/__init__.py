@@ -103,60 +103,57 @@ __all__ = [
     "write_junit",
 ]
 
+#: public name -> the module it lives in (relative to this package, or absolute)
 _LAZY = {
-    "CheckResult": "_checks",
-    "Divergence": "_checks",
-    "Embedder": "_checks",
-    "RunCheck": "_checks",
-    "check": "_checks",
-    "SCHEMA_VERSION": "_model",
-    "Case": "_model",
-    "CaseError": "_model",
-    "Cassette": "_model",
-    "Expect": "_model",
-    "OutcomeCheck": "_model",
-    "StubCall": "_model",
-    "ToolCallCheck": "_model",
-    "case_json_schema": "_model",
-    "load_case": "_model",
-    "load_cases": "_model",
-    "save_case": "_model",
-    "CaseReport": "_report",
-    "SuiteReport": "_report",
-    "load_baseline": "_report",
-    "print_summary": "_report",
-    "write_junit": "_report",
-    "ChainBrokenError": "_export",
-    "ExportResult": "_export",
-    "build_case": "_export",
-    "export_cases": "_export",
-    "Pseudonymizer": "_pseudonym",
-    "RunTarget": "_runner",
-    "SpecError": "_runner",
-    "ledger_target": "_runner",
-    "load_object": "_runner",
-    "run_suite": "_runner",
-    "StubRegistry": "_stubs",
-    "UnexpectedToolCall": "_stubs",
-    "stub_tools": "_stubs",
-    "record_cassette": "_vcr",
-    "http_embedder": "_embed",
+    "CheckResult": "._checks",
+    "Divergence": "._checks",
+    "Embedder": "._checks",
+    "RunCheck": "._checks",
+    "check": "._checks",
+    "SCHEMA_VERSION": "._model",
+    "Case": "._model",
+    "CaseError": "._model",
+    "Cassette": "._model",
+    "Expect": "._model",
+    "OutcomeCheck": "._model",
+    "StubCall": "._model",
+    "ToolCallCheck": "._model",
+    "case_json_schema": "._model",
+    "load_case": "._model",
+    "load_cases": "._model",
+    "save_case": "._model",
+    "CaseReport": "._report",
+    "SuiteReport": "._report",
+    "load_baseline": "._report",
+    "print_summary": "._report",
+    "write_junit": "._report",
+    "ChainBrokenError": "._export",
+    "ExportResult": "._export",
+    "build_case": "._export",
+    "export_cases": "._export",
+    "Pseudonymizer": "._pseudonym",
+    "RunTarget": "._runner",
+    "SpecError": "._runner",
+    "ledger_target": "._runner",
+    "load_object": "._runner",
+    "run_suite": "._runner",
+    "StubRegistry": "._stubs",
+    "UnexpectedToolCall": "._stubs",
+    "stub_tools": "._stubs",
+    "record_cassette": "._vcr",
+    "http_embedder": "._embed",
+    "EmbeddedServerError": "agentledger.testing",
 }
 
 
 def __getattr__(name: str) -> Any:
     """Every name is imported on first use (PEP 562): the pytest plugin below this package
     is loaded in every pytest run and must stay light."""
-    if name == "EmbeddedServerError":
-        from agentledger.testing import EmbeddedServerError
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-        value: Any = EmbeddedServerError
-    else:
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        import importlib
-
-        value = getattr(importlib.import_module(f".{module}", __name__), name)
+    value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value

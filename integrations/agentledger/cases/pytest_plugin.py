@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from agentledger.cases import __all__ as _CASES_API
 from agentledger.protocol import LedgerError
 
 if TYPE_CHECKING:
@@ -175,48 +176,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 #: The library API re-exported from :mod:`agentledger.cases` on first use (the
 #: same names as its ``__all__``; pytest probes module attributes such as ``pytest_plugins``,
 #: which must not import anything).
-LIBRARY_NAMES = frozenset(
-    {
-        "Case",
-        "CaseError",
-        "CaseReport",
-        "Cassette",
-        "ChainBrokenError",
-        "CheckResult",
-        "Divergence",
-        "EmbeddedServerError",
-        "Embedder",
-        "Expect",
-        "ExportResult",
-        "OutcomeCheck",
-        "Pseudonymizer",
-        "RunCheck",
-        "RunTarget",
-        "SCHEMA_VERSION",
-        "SpecError",
-        "StubCall",
-        "StubRegistry",
-        "SuiteReport",
-        "ToolCallCheck",
-        "UnexpectedToolCall",
-        "build_case",
-        "case_json_schema",
-        "check",
-        "export_cases",
-        "http_embedder",
-        "ledger_target",
-        "load_baseline",
-        "load_case",
-        "load_cases",
-        "load_object",
-        "print_summary",
-        "record_cassette",
-        "run_suite",
-        "save_case",
-        "stub_tools",
-        "write_junit",
-    }
-)
+LIBRARY_NAMES = frozenset(_CASES_API)
 
 
 def __getattr__(name: str) -> Any:
