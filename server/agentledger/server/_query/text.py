@@ -11,10 +11,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
+
+from agentledger.server._search.base import string_values
 
 __all__ = ["MAX_QUERY_WORDS", "event_text", "query_words", "summarize"]
 
@@ -37,17 +38,6 @@ def query_words(text: str) -> list[str]:
     return list(seen)
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
 def event_text(event: str, data: Any, *, max_chars: int = 8000) -> str:
     """The searchable text of an event: its type and the string values under ``data``.
 
@@ -56,7 +46,7 @@ def event_text(event: str, data: Any, *, max_chars: int = 8000) -> str:
         data: the event's ``data`` object.
         max_chars: the text is cut to this many characters (embedding inputs are bounded).
     """
-    text = " ".join([event, *_strings(data)])
+    text = " ".join([event, *string_values(data)])
     return text[:max_chars]
 
 

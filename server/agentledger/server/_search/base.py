@@ -9,13 +9,27 @@ no prefilter for forget (every record of the agents is checked in Python). See
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from sqlalchemy import ColumnElement, Connection
 
 from agentledger.protocol.errors import LedgerError
 
-__all__ = ["KeywordSearchUnavailable", "SearchBackend"]
+__all__ = ["KeywordSearchUnavailable", "SearchBackend", "string_values"]
+
+
+def string_values(value: Any) -> Iterator[str]:
+    """Every string leaf of a JSON value (object values and list items, depth first); the text
+    both search backends and the embeddings index."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from string_values(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from string_values(item)
 
 
 class KeywordSearchUnavailable(LedgerError, RuntimeError):

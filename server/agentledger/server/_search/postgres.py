@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -28,7 +28,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DBAPIError
 
-from agentledger.server._search.base import SearchBackend
+from agentledger.server._search.base import SearchBackend, string_values
 from agentledger.server._tables import events
 
 __all__ = ["PostgresSearch", "fold", "search_vector", "tsquery_text"]
@@ -56,17 +56,6 @@ def fold(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
 def search_vector(event: str | None, record: bytes | None) -> str | None:
     """The ``tsvector`` text (``'word':1,4 'other':2``) of a row; ``None`` without a record.
 
@@ -77,7 +66,7 @@ def search_vector(event: str | None, record: bytes | None) -> str | None:
     if record is None:
         return None
     data = orjson.loads(record).get("data")
-    text = " ".join([event or "", *_strings(data)])
+    text = " ".join([event or "", *string_values(data)])
     # one 'word':position per word; PostgreSQL's tsvector input merges repeated words, keeps
     # 256 positions per word and caps positions at 16383 (all in C, cheaper than here)
     return " ".join(
