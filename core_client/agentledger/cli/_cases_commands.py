@@ -10,7 +10,9 @@ imported inside the commands, so the root CLI stays light.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -167,34 +169,20 @@ def run(
     embed = http_embedder(embeddings_url, embeddings_model)
     total = len(cases) * runs
     try:
-        with ledger_target(url, api_key, agent_name) as target:
-            if console.is_terminal:
-                from rich.progress import Progress
-
-                with Progress(console=console, transient=True) as bar:
-                    task = bar.add_task("running cases", total=total)
-                    suite = run_suite(
-                        cases,
-                        factory=factory,
-                        tools=list(real_tools),
-                        target=target,
-                        runs=runs,
-                        default_min_pass_rate=min_pass_rate,
-                        embed=embed,
-                        progress=lambda case_id, done: bar.update(
-                            task, completed=done, description=case_id
-                        ),
-                    )
-            else:
-                suite = run_suite(
-                    cases,
-                    factory=factory,
-                    tools=list(real_tools),
-                    target=target,
-                    runs=runs,
-                    default_min_pass_rate=min_pass_rate,
-                    embed=embed,
-                )
+        with (
+            ledger_target(url, api_key, agent_name) as target,
+            _progress_bar(console, total) as progress,
+        ):
+            suite = run_suite(
+                cases,
+                factory=factory,
+                tools=list(real_tools),
+                target=target,
+                runs=runs,
+                default_min_pass_rate=min_pass_rate,
+                embed=embed,
+                progress=progress,
+            )
     except (SpecError, TypeError) as error:
         raise _fail(console, str(error), 2) from error
     except EmbeddedServerError as error:
@@ -249,3 +237,16 @@ def schema() -> None:
         raise missing_extra("cases schema", "langchain", error) from error
 
     typer.echo(json.dumps(case_json_schema(), indent=2))
+
+
+@contextlib.contextmanager
+def _progress_bar(console: Console, total: int) -> Iterator[Callable[[str, int], None] | None]:
+    """A progress callback drawing a transient bar on a terminal; ``None`` elsewhere (CI logs)."""
+    if not console.is_terminal:
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("running cases", total=total)
+        yield lambda case_id, done: bar.update(task, completed=done, description=case_id)
