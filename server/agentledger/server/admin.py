@@ -31,6 +31,15 @@ def serve(
     """Build the app from the environment and these overrides, and run it with uvicorn
     until it is stopped. Prints where it serves on stderr (a database URL without password).
 
+    Args:
+        db: the ledger database (file path, ``sqlite:///`` or ``postgresql://`` URL).
+        host: interface to listen on; port: TCP port.
+        dev_key: a read-write key accepted as is (development only).
+        chain_key: HMAC key of the hash chain; ``None`` for plain SHA-256 links.
+        redact_patterns: extra redaction pattern names (see ``agentledger.protocol.redaction``).
+        max_body_bytes: largest request body accepted (bytes).
+        log_level: uvicorn's log level.
+
     Raises:
         StartupRefused: the settings are unsafe or inconsistent (before anything listens).
         ValueError: a setting is invalid.
@@ -84,8 +93,21 @@ def create_key(
     scope: Literal["read_write", "read_only"] = "read_write",
     expires_in_days: int | None = None,
 ) -> tuple[str, str]:
-    """Create an API key directly in the database; returns ``(secret, key_id)``. The secret
-    is shown once and stored only as a hash."""
+    """Create an API key directly in the database (no running server needed).
+
+    Args:
+        db: the ledger database (file path, ``sqlite:///`` or ``postgresql://`` URL).
+        name: a label for the key.
+        agent: bind the key to this agent only; ``None`` for every agent.
+        scope: ``read_write`` or ``read_only``.
+        expires_in_days: days until the key stops working; ``None`` for never.
+
+    Returns:
+        ``(secret, key_id)``. The secret is shown here once and stored only as a hash.
+
+    Raises:
+        ValueError: the database cannot be opened (a PostgreSQL ``StoreStartupError`` is one).
+    """
     store = open_store(db)
     try:
         raw, record = new_key(name=name, agent=agent, scope=scope, expires_in_days=expires_in_days)
@@ -96,7 +118,11 @@ def create_key(
 
 
 def list_keys(db: str) -> list[KeyRow]:
-    """Every API key in the database, revoked ones included."""
+    """Every API key in ``db`` (path or URL), revoked ones included; never the secrets.
+
+    Raises:
+        ValueError: the database cannot be opened.
+    """
     store = open_store(db)
     try:
         return [
@@ -108,7 +134,14 @@ def list_keys(db: str) -> list[KeyRow]:
 
 
 def revoke_key(db: str, key_id: str) -> bool:
-    """Revoke an active key; ``False`` when there is no such active key."""
+    """Revoke the active key ``key_id`` in ``db`` (path or URL).
+
+    Returns:
+        ``True`` when a key was revoked, ``False`` when there is no such active key.
+
+    Raises:
+        ValueError: the database cannot be opened.
+    """
     store = open_store(db)
     try:
         return bool(store.revoke_key(key_id, at=now_ts()))
