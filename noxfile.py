@@ -17,6 +17,7 @@ nox.options.error_on_missing_interpreters = True
 PYTHON = "3.11"
 SOURCES = ["core_client", "server", "integrations"]
 MAIN_EXTRAS = ".[server,postgres,langchain,mcp,dev]"
+LINT_EXTRAS = ".[server,postgres,langchain,mcp,dev,docs]"
 
 
 def _pytest(session: nox.Session, *args: str) -> None:
@@ -29,7 +30,7 @@ def lint(session: nox.Session) -> None:
     """The house rules: ruff (incl. the environment ban), mypy --strict, import contracts, the
     generated sync client, the layout tests (private imports, module budget, public names,
     exception root), references that resolve inside the repository, and the docs site."""
-    session.install("-e", MAIN_EXTRAS.replace("dev]", "dev,docs]"))
+    session.install("-e", LINT_EXTRAS)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", *SOURCES, "tests", "benchmarks", "examples")
     session.run("mypy", *SOURCES)
