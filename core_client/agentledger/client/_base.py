@@ -4,7 +4,9 @@ background sender, the ``log()`` family (:mod:`._writes`) and the read descripti
 
 from __future__ import annotations
 
+import collections
 import os
+import threading
 from collections.abc import Collection
 from typing import Final
 
@@ -75,6 +77,8 @@ class BaseLedger(EventWrites, ReadCalls):
             raise ConfigurationError("flush_interval_s must be > 0 and flush_timeout_s >= 0")
         self.flush_timeout_s = float(flush_timeout_s)
         self.max_string_chars = max_string_chars
+        self._calls_by_id = collections.OrderedDict()
+        self._calls_lock = threading.Lock()
         self._headers = {
             "Authorization": f"Bearer {key}",
             "User-Agent": "agentledger-client/0.1",

@@ -42,6 +42,9 @@ class Item(NamedTuple):
     idempotency_key: str | None
     supersedes: str | None
     importance: float | None
+    #: further causes as ``(event_id, kind or None)``; ``None`` when there are none
+    caused_by: tuple[tuple[str, str | None], ...] | None = None
+    scope_id: str | None = None
 
 
 @functools.lru_cache(maxsize=8)
@@ -76,6 +79,13 @@ def item_line(item: Item, redactor: ClientRedactor | None) -> bytes:
         obj["session_id"] = item.session_id
     if item.parent_id is not None:
         obj["parent_id"] = item.parent_id
+    if item.caused_by:
+        obj["caused_by"] = [
+            cause if kind is None else {"event_id": cause, "kind": kind}
+            for cause, kind in item.caused_by
+        ]
+    if item.scope_id is not None:
+        obj["scope_id"] = item.scope_id
     if metadata is not None:
         obj["metadata"] = metadata
     if item.idempotency_key is not None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
+import re
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Mapping
@@ -18,10 +21,17 @@ from agentledger.client.sanitize import snapshot
 from agentledger.protocol import limits
 from agentledger.protocol import vocabulary as vocab
 
-__all__ = ["EventWrites", "ParentRef"]
+__all__ = ["CauseRef", "EventWrites", "ParentRef"]
 
 #: A ``parent_id`` may be given as the id string, a UUID, or the :class:`EventRef` of ``log()``.
 ParentRef = str | uuid.UUID | EventRef | None
+#: One entry of ``caused_by``: an event reference, or ``(reference, kind)`` with an edge kind of
+#: :mod:`agentledger.protocol.vocabulary` (``"read"``, ``"requested"``...).
+CauseRef = str | uuid.UUID | EventRef | tuple[str | uuid.UUID | EventRef, str]
+
+_EDGE_KIND: Final = re.compile(limits.EDGE_KIND_PATTERN)
+#: ``call_id`` -> ``tool_call`` event id remembered for :meth:`EventWrites.log_tool_result`.
+_REMEMBERED_CALLS: Final = 4096
 
 _MAX_EVENT_TYPE_CHARS: Final = limits.MAX_EVENT_TYPE_CHARS
 _MAX_SESSION_CHARS: Final = limits.MAX_SESSION_CHARS
@@ -47,12 +57,46 @@ def _parent(value: ParentRef) -> str | None:
     return str(value)
 
 
+def _causes(
+    caused_by: Iterable[CauseRef], event_id: str, parent_id: str | None
+) -> tuple[tuple[str, str | None], ...] | None:
+    """``caused_by`` as ``(event_id, kind)`` pairs: canonical UUIDs, each cause once, at most
+    ``limits.MAX_CAUSES``. A bad entry is left out with a warning (the event is still logged);
+    an entry naming ``parent_id`` is kept only when it labels the parent edge with a kind."""
+    out: dict[str, str | None] = {}
+    for entry in caused_by:
+        ref, kind = entry if isinstance(entry, tuple) else (entry, None)
+        try:
+            cause = str(uuid.UUID(_parent(ref) or ""))
+        except (TypeError, ValueError):
+            logger.warning("agentledger: caused_by entry %r is not an event id; left out", ref)
+            continue
+        if kind is not None and (not isinstance(kind, str) or not _EDGE_KIND.match(kind)):
+            logger.warning("agentledger: caused_by kind %r is not an edge kind; left out", kind)
+            kind = None
+        if cause == event_id:
+            logger.warning("agentledger: an event cannot be its own cause; %s left out", cause)
+            continue
+        if cause == parent_id and kind is None:
+            continue
+        if cause not in out or out[cause] is None:
+            out[cause] = kind
+    if len(out) > limits.MAX_CAUSES:
+        logger.warning(
+            "agentledger: %d causes given, the first %d kept", len(out), limits.MAX_CAUSES
+        )
+    return tuple(list(out.items())[: limits.MAX_CAUSES]) or None
+
+
 class EventWrites:
     """``log()``, ``log_tool()``, ``log_tool_result()`` and ``log_batch()``."""
 
     agent: str | None
     max_string_chars: int
     _sender: BatchSender
+    #: ``call_id`` -> ``tool_call`` event id, newest last (see :meth:`log_tool_result`)
+    _calls_by_id: collections.OrderedDict[str, str]
+    _calls_lock: threading.Lock
 
     def log(
         self,
@@ -69,6 +113,8 @@ class EventWrites:
         timestamp: dt.datetime | str | float | None = None,
         agent: str | None = None,
         event_id: str | uuid.UUID | None = None,
+        caused_by: Iterable[CauseRef] = (),
+        scope_id: ParentRef = None,
     ) -> EventRef:
         """Queue one event and return its id at once (no network I/O in this thread).
 
@@ -79,8 +125,15 @@ class EventWrites:
                 Snapshotted now (later mutation by the agent does not change the event) and
                 sanitized per the vocabulary doc (datetime, bytes, pydantic, numpy, cycles...).
             session_id: session the event belongs to (≤ 255 chars) or ``None``.
-            parent_id: the causing event: an id string, UUID, or the :class:`EventRef` of an
-                earlier ``log()``; it may not be stored yet.
+            parent_id: the causing event (the primary cause): an id string, UUID, or the
+                :class:`EventRef` of an earlier ``log()``; it may not be stored yet.
+            caused_by: further causes, each a reference as for ``parent_id`` or a
+                ``(reference, kind)`` pair naming the edge kind (``"read"``, ``"requested"``,
+                ... of :mod:`agentledger.protocol.vocabulary`); at most 32. ``why()`` and
+                ``impact()`` follow them as they follow ``parent_id``. An entry equal to
+                ``parent_id`` labels the parent edge with its kind.
+            scope_id: the step this event ran inside (a graph node, a task), when that is
+                not its cause. Stored and shown, never followed by ``why()``/``impact()``.
             metadata: free JSON object stored next to ``data``.
             token_usage: stored as ``data["token_usage"]`` (keys of
                 ``vocabulary.TOKEN_USAGE_KEYS``; ``input_tokens`` includes the cache parts).
@@ -142,6 +195,8 @@ class EventWrites:
                     idempotency_key,
                     supersedes,
                     importance,
+                    None if not caused_by else _causes(caused_by, event_id, _parent(parent_id)),
+                    _parent(scope_id),
                 )
             )
         except Exception:
@@ -183,7 +238,7 @@ class EventWrites:
         data: dict[str, Any] = {"tool": tool, "args": args}
         if call_id is not None:
             data["call_id"] = call_id
-        return self.log(
+        ref = self.log(
             vocab.TOOL_CALL,
             data,
             session_id=session_id,
@@ -192,6 +247,14 @@ class EventWrites:
             agent=agent,
             timestamp=timestamp,
         )
+        if call_id is not None:
+            with capture_internal_exceptions("client.log_tool"), self._calls_lock:
+                calls = self._calls_by_id
+                calls[str(call_id)] = ref.event_id
+                calls.move_to_end(str(call_id))
+                if len(calls) > _REMEMBERED_CALLS:
+                    calls.popitem(last=False)
+        return ref
 
     def log_tool_result(
         self,
@@ -217,7 +280,9 @@ class EventWrites:
             result: the tool's return value (ignored when ``error`` is given).
             error: the exception (or message) the tool failed with.
             duration_ms: wall time of the call (milliseconds).
-            parent_id: the ``tool_call`` event (vocabulary: results are its children).
+            parent_id: the ``tool_call`` event (vocabulary: results are its children). When
+                omitted, the ``tool_call`` this client logged with the same ``call_id`` (the
+                last 4,096 call ids are remembered).
             status: ``data.status`` of a ``tool_result`` (vocabulary: e.g. ``"ok"``).
             error_type: ``data.type`` of a ``tool_error`` (default: the exception's class
                 name, or ``"error"`` for a message).
@@ -245,6 +310,9 @@ class EventWrites:
             data["duration_ms"] = duration_ms
         if extra:
             data = {**extra, **data}
+        if parent_id is None and call_id is not None:
+            with self._calls_lock:
+                parent_id = self._calls_by_id.get(str(call_id))
         return self.log(
             event,
             data,
@@ -279,6 +347,9 @@ class EventWrites:
                     "importance",
                     "timestamp",
                     "agent",
+                    "event_id",
+                    "caused_by",
+                    "scope_id",
                 )
                 if k in fields
             }

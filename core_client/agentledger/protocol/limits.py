@@ -8,10 +8,17 @@ from typing import Final
 
 __all__ = [
     "AGENT_PATTERN",
+    "EDGE_KIND_PATTERN",
+    "IMPACT_DEPTH_DEFAULT",
+    "LINEAGE_DEPTH_MAX",
+    "LINEAGE_LIMIT_DEFAULT",
+    "LINEAGE_LIMIT_MAX",
     "MAX_AGENT_CHARS",
+    "MAX_CAUSES",
     "MAX_EVENT_TYPE_CHARS",
     "MAX_SESSION_CHARS",
     "NO_NUL_PATTERN",
+    "WHY_DEPTH_DEFAULT",
 ]
 
 #: An agent name: a letter or digit, then letters, digits, ``.``, ``_`` or ``-``; 255 at most.
@@ -23,3 +30,19 @@ MAX_EVENT_TYPE_CHARS: Final = 255
 MAX_SESSION_CHARS: Final = 255
 #: Strings stored in indexed columns may not hold NUL (PostgreSQL text cannot).
 NO_NUL_PATTERN: Final = r"^[^\x00]*$"
+
+#: Further causes one event may name in ``caused_by`` (besides ``parent_id``).
+MAX_CAUSES: Final = 32
+#: An edge kind: lowercase letters, digits and ``_``, starting with a letter; 32 at most.
+EDGE_KIND_PATTERN: Final = r"^[a-z][a-z0-9_]{0,31}$"
+
+# Lineage bounds, the same on every surface (API, Python client, CLI, dashboard, MCP tools).
+#: ``why()``: cause hops followed back from the event, by default and at most.
+WHY_DEPTH_DEFAULT: Final = 1_000
+#: ``impact()``: effect hops followed forward from the event, by default.
+IMPACT_DEPTH_DEFAULT: Final = 1_000
+#: The most hops either walk may be asked to follow.
+LINEAGE_DEPTH_MAX: Final = 10_000
+#: Events one ``why()`` or ``impact()`` answer holds, by default and at most.
+LINEAGE_LIMIT_DEFAULT: Final = 10_000
+LINEAGE_LIMIT_MAX: Final = 100_000

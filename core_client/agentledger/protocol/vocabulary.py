@@ -48,6 +48,15 @@ __all__ = [
     "ASSISTANT_RESPONSE",
     "CLOSING_EVENTS",
     "CUSTOM_EVENT",
+    "EDGE_CAUSE",
+    "EDGE_CLOSES",
+    "EDGE_CONTEXT",
+    "EDGE_DELEGATED",
+    "EDGE_HANDOFF",
+    "EDGE_KINDS",
+    "EDGE_PRODUCED",
+    "EDGE_READ",
+    "EDGE_REQUESTED",
     "ERROR_EVENTS",
     "EVENT_TYPES",
     "INTERRUPTED",
@@ -146,4 +155,42 @@ TOKEN_USAGE_KEYS: Final[tuple[str, ...]] = (
     "cache_write_tokens",
     "reasoning_tokens",
     "model",
+)
+
+# -- causal edge kinds ----------------------------------------------------------------------
+# An event names its causes: ``parent_id`` (the primary cause) and ``caused_by`` (further
+# causes, each optionally labelled with one of these kinds). ``why()`` and ``impact()`` follow
+# every cause edge; ``scope_id`` (the step an event ran inside) is not a cause.
+
+#: A closing event (``*_end``, ``*_result``, ``*_error``) -> the start event it closes. The
+#: server labels a parent edge so when the event type is in :data:`CLOSING_EVENTS`.
+EDGE_CLOSES: Final = "closes"
+#: A ``tool_call`` -> the model output (``llm_end``) that asked for it.
+EDGE_REQUESTED: Final = "requested"
+#: A model call (``llm_start``) -> an input its prompt held: the user's message, a tool
+#: result, retrieved documents, an earlier answer.
+EDGE_READ: Final = "read"
+#: An answer or output (``assistant_response``) -> the model call that produced it.
+EDGE_PRODUCED: Final = "produced"
+#: A step (a task, a node) -> an earlier step's output it was given as context.
+EDGE_CONTEXT: Final = "context"
+#: Work done by another agent -> the delegation that asked for it.
+EDGE_DELEGATED: Final = "delegated"
+#: The first step of an agent that took over -> the event that handed off to it.
+EDGE_HANDOFF: Final = "handoff"
+#: A cause of no more specific kind (the default for an unlabelled ``parent_id`` or
+#: ``caused_by`` entry).
+EDGE_CAUSE: Final = "cause"
+
+#: The edge kinds the integrations write, in the order above. The server accepts any kind
+#: matching ``limits.EDGE_KIND_PATTERN``, so a newer client's kind is not refused.
+EDGE_KINDS: Final[tuple[str, ...]] = (
+    EDGE_CLOSES,
+    EDGE_REQUESTED,
+    EDGE_READ,
+    EDGE_PRODUCED,
+    EDGE_CONTEXT,
+    EDGE_DELEGATED,
+    EDGE_HANDOFF,
+    EDGE_CAUSE,
 )
