@@ -100,9 +100,7 @@ def _order(
     return out
 
 
-def _hops(
-    event_id: str, links: dict[str, list[tuple[str, str]]], bound: int
-) -> dict[str, int]:
+def _hops(event_id: str, links: dict[str, list[tuple[str, str]]], bound: int) -> dict[str, int]:
     """Fewest edges from ``event_id`` to each node (breadth first), up to ``bound``."""
     forward: dict[str, list[str]] = {}
     for node, reached_from in links.items():
