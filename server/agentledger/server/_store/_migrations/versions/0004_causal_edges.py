@@ -4,9 +4,10 @@ Revision ID: 0004
 Revises: 0003
 
 Creates ``event_causes`` (primary key ``(effect_id, cause_id)``, index on ``cause_id``) and
-fills it from the ``parent_id`` of every stored event (on PostgreSQL the columns use the
-byte-order collation of the events' id columns, so joins between the two use the indexes): a closing event's parent edge is
-labelled ``closes``, any other ``cause``. Design: ``docs/pages/causal-edges.md``.
+fills it from the ``parent_id`` of every stored event: a closing event's parent edge is
+labelled ``closes``, any other ``cause``. On PostgreSQL the columns use the byte-order
+collation of the events' id columns, so joins between the two use the indexes. Design:
+``docs/pages/causal-edges.md``.
 """
 
 from __future__ import annotations
