@@ -3,6 +3,8 @@
 ``parent_id`` is an event's primary cause and ``caused_by`` names further causes; ``scope_id``
 is the step it ran inside and is never followed. why() returns the ancestry as a DAG (root
 causes first, each event once, edges labelled), impact() the descendants the same way.
+These are the promises of the README's opening ("Cause, not containment") and of the causal
+edges page.
 """
 
 from __future__ import annotations
