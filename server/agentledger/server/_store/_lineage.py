@@ -198,8 +198,7 @@ def lineage(
         ordered = [n for n in ordered if n != event_id]
     result.events = [event_fragment(stored[n][2:]) for n in ordered]
     result.edges = [
-        {"effect": effect, "cause": cause, "kind": kind}
-        for effect, cause, kind in sorted(edges)
+        {"effect": effect, "cause": cause, "kind": kind} for effect, cause, kind in sorted(edges)
     ]
     result.missing = missing
     result.cut_at = sorted(cut)
