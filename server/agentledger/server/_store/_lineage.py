@@ -12,7 +12,8 @@ edge leading outside the answer tells exactly where it was cut.
 The result is ordered so that every cause comes before its effects (Kahn's algorithm; ties by
 time), each event once. For a key bound to one agent, the walk never follows an edge written by
 another agent's event, and a cause stored under another agent is reported as ``missing`` exactly
-as an unknown id is (the answer does not tell whether it exists).
+as an unknown id is (the answer does not tell whether it exists). Design:
+``docs/design/server-lineage.md``.
 """
 
 from __future__ import annotations
