@@ -15,6 +15,7 @@ from uuid import UUID
 
 import uuid_utils
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.runnables.config import var_child_runnable_config
 
 from agentledger.client import capture_internal_exceptions
 from agentledger.integrations._shared import (
@@ -157,11 +158,26 @@ class HandlerCore(BaseCallbackHandler):
     def _data(self, value: Any) -> Any:
         return to_data(value, self._max_chars)
 
+    def _parent_run(self, parent_run_id: UUID | None) -> Run | None:
+        """The open run a run starts under: ``parent_run_id``, else the run whose child config
+        LangChain set in the context (``RunnableWithFallbacks`` hands its children the
+        parent's config, so they arrive without a parent run id)."""
+        if parent_run_id is None:
+            config = var_child_runnable_config.get()
+            callbacks = config.get("callbacks") if config else None
+            parent_run_id = getattr(callbacks, "parent_run_id", None)
+        return self._runs.get(parent_run_id)
+
+    def _clock_of(self, parent_run_id: UUID | None, trace: Trace) -> int:
+        """The conversation's clock when the enclosing run started (now for a root run)."""
+        parent = self._parent_run(parent_run_id)
+        return parent.clock if parent is not None else trace.conversation.now()
+
     def _enclosing(
         self, parent_run_id: UUID | None, metadata: Mapping[str, Any] | None
     ) -> tuple[Trace, str | None, bool]:
         """(trace, parent event id, is_root) for a run starting under ``parent_run_id``."""
-        parent = self._runs.get(parent_run_id)
+        parent = self._parent_run(parent_run_id)
         if parent is not None:
             return parent.trace, parent.event_id, False
         thread: str | None = None
@@ -214,7 +230,14 @@ class HandlerCore(BaseCallbackHandler):
         data: dict[str, Any] = {"text": trim(answer.text, self._max_chars)}
         if answer.structured is not None:
             data["structured"] = answer.structured
-        event_id = self._log(v.ASSISTANT_RESPONSE, data, trace, producer)
+        event_id = self._log(
+            v.ASSISTANT_RESPONSE,
+            data,
+            trace,
+            producer,
+            caused_by=[(producer, v.EDGE_PRODUCED)],
+            scope_id=trace.root_event,
+        )
         trace.conversation.last_answer = event_id
 
     def _close_with_error(self, run: Run, error: BaseException, error_event: str) -> str:
@@ -238,7 +261,9 @@ class HandlerCore(BaseCallbackHandler):
                 run.trace,
                 run.event_id,
             )
-            run.trace.conversation.last_interrupt = event_id
+            if not run.trace.interrupted:  # the innermost step; its enclosing ones bubble up
+                run.trace.interrupted = True
+                run.trace.conversation.last_interrupt = event_id
             return event_id
         if is_langgraph_object(error, "GraphBubbleUp"):  # e.g. ParentCommand: control flow
             bubble = {"name": run.name, "kind": run.kind, "bubble_up": type(error).__name__}

@@ -86,8 +86,10 @@ class LedgerCallbackHandler(ModelHooks):
         name = kwargs.get("name") or (serialized or {}).get("name") or "chain"
         meta = metadata or {}
         started = time.perf_counter()
+        clock = trace.conversation.now()
         if tags and _HIDDEN_TAG in tags:  # internal plumbing: children attach to the parent
-            self._runs.add(run_id, Run(parent_id, trace, "hidden", name, started, is_root))
+            run = Run(parent_id, trace, "hidden", name, started, is_root, clock=clock)
+            self._runs.add(run_id, run)
             return
         node = meta.get("langgraph_node")
         if node is not None and name == node:
@@ -110,7 +112,7 @@ class LedgerCallbackHandler(ModelHooks):
         event_id = self._log(v.STEP_START, data, trace, parent_id)
         if is_root:
             trace.root_event = event_id
-        self._runs.add(run_id, Run(event_id, trace, kind, name, started, is_root))
+        self._runs.add(run_id, Run(event_id, trace, kind, name, started, is_root, clock=clock))
 
     @hook
     def on_chain_end(
@@ -193,7 +195,8 @@ class LedgerCallbackHandler(ModelHooks):
         """No event yet: ``retrieval`` is logged once the documents are known."""
         trace, parent_id, is_root = self._enclosing(parent_run_id, metadata)
         name = kwargs.get("name") or (serialized or {}).get("name") or "retriever"
-        run = Run(parent_id, trace, "retriever", name, time.perf_counter(), is_root, query=query)
+        started, clock = time.perf_counter(), trace.conversation.now()
+        run = Run(parent_id, trace, "retriever", name, started, is_root, query=query, clock=clock)
         self._runs.add(run_id, run)
 
     @hook

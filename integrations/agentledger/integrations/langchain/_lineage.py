@@ -6,9 +6,8 @@ reuses it) or, without a thread, one root run. It remembers:
 * the links that cross the run tree: tool call id -> the ``llm_end`` that requested the call,
   tool call id -> its ``tool_result`` / ``tool_error``, AI message id -> its ``llm_end``;
 * the inputs a model may read (the user's message, tool results and errors, retrievals) in the
-  order they were logged, and which of them a model call already read: an input is *new* to a
-  model call when it was logged after the inputs the last *completed* call had seen (a failed
-  call reads nothing, so its retry or fallback reads the same inputs again);
+  order they were logged, and what each completed model call had read: an input is *new* to a
+  model call when no call before it read it (see :meth:`Conversation.reads`);
 * the last ``assistant_response`` (the cause of the next user turn) and the last
   ``interrupted`` event (the cause of the human's resume input).
 
@@ -22,7 +21,7 @@ from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from agentledger.protocol import limits
 
@@ -53,7 +52,11 @@ class Conversation:
         self._inputs: deque[_Input] = deque(maxlen=MAX_LINKS)
         self._seq_of: dict[str, int] = {}
         self._seq = 0
-        self._read_upto = 0
+        #: (clock at completion, the highest read mark of the calls completed so far)
+        self._completions: deque[tuple[int, int]] = deque(maxlen=MAX_LINKS)
+        self._completions_floor = 0
+        #: AI message id -> read mark of the model call that produced it
+        self._read_by_message: dict[str, int] = {}
         self.last_answer: str | None = None
         self.last_interrupt: str | None = None
 
@@ -105,23 +108,34 @@ class Conversation:
         read.reverse()
         return read
 
-    def reads(self, prompt: Sequence[BaseMessage]) -> tuple[list[str], int]:
+    def now(self) -> int:
+        """The conversation's clock: it advances with every input and every completed call."""
+        return self._seq
+
+    def reads(self, prompt: Sequence[BaseMessage], since: int) -> tuple[list[str], int]:
         """(inputs a model call with ``prompt`` reads, oldest first; its read mark).
 
-        The inputs are those new since the last completed model call, plus the tool outputs
-        at the end of the prompt. A tool output is left out when the prompt holds tool
-        messages but not this one (it belongs to another branch). At most
-        ``limits.MAX_CAUSES`` are returned, the most recent ones. Pass the mark to
-        :meth:`model_done` when the call succeeds.
+        It reads the inputs that are new to it, plus the tool outputs its prompt ends with.
+        What its previous model calls read is not new: those are the calls whose AI messages
+        its prompt holds; for a prompt that holds none (a node's fresh prompt, a model called
+        alone), every call completed before ``since`` (when its enclosing step started). So
+        calls side by side (``RunnableParallel``, parallel branches) read the same inputs, and
+        a failed call reads nothing, leaving its inputs to the retry or fallback. A tool output
+        is left out when the prompt holds tool messages but not this one (it belongs to another
+        branch). At most ``limits.MAX_CAUSES`` are returned, the most recent ones. Pass the
+        mark to :meth:`model_done` when the call succeeds.
         """
         in_prompt = {m.tool_call_id for m in prompt if isinstance(m, ToolMessage)}
+        produced = [m.id for m in prompt if isinstance(m, AIMessage) and m.id]
         tail = self.tool_results_in(prompt)
         with self._lock:
+            known = [self._read_by_message[i] for i in produced if i in self._read_by_message]
+            upto = max(known) if known else self._read_before(since)
             mark = self._seq
             chosen = {
                 item.event_id: item.seq
                 for item in self._inputs
-                if item.seq > self._read_upto
+                if item.seq > upto
                 and (item.call_id is None or not in_prompt or item.call_id in in_prompt)
             }
             for event_id in tail:
@@ -129,10 +143,26 @@ class Conversation:
         ordered = sorted(chosen, key=chosen.__getitem__)
         return ordered[-limits.MAX_CAUSES :], mark
 
-    def model_done(self, mark: int) -> None:
-        """A model call that started at ``mark`` completed: what it read is read."""
+    def _read_before(self, since: int) -> int:
+        """The read mark of the model calls completed before ``since`` (lock held)."""
+        for tick, upto in reversed(self._completions):
+            if tick < since:
+                return upto
+        return self._completions_floor
+
+    def model_done(self, mark: int, message_id: str | None) -> None:
+        """A model call that started at ``mark`` completed with the AI message
+        ``message_id``: what it read is read, for the calls after it."""
         with self._lock:
-            self._read_upto = max(self._read_upto, mark)
+            self._seq += 1
+            upto = max(self._completions[-1][1] if self._completions else 0, mark)
+            if len(self._completions) == self._completions.maxlen:
+                self._completions_floor = self._completions[0][1]
+            self._completions.append((self._seq, upto))
+            if message_id:
+                if len(self._read_by_message) >= MAX_LINKS:
+                    del self._read_by_message[next(iter(self._read_by_message))]
+                self._read_by_message[message_id] = mark
 
     def take_interrupt(self) -> str | None:
         """The last ``interrupted`` event, forgotten once a resume has named it."""

@@ -86,7 +86,8 @@ class ModelHooks(HandlerCore):
         tail = trace.conversation.tool_results_in(prompt)
         if tail:
             data["tool_result_ids"] = tail
-        self._start_model(run_id, data, trace, scope_id, is_root, prompt)
+        since = self._clock_of(parent_run_id, trace)
+        self._start_model(run_id, data, trace, scope_id, is_root, prompt, since)
 
     def _start_model(
         self,
@@ -96,15 +97,20 @@ class ModelHooks(HandlerCore):
         scope_id: str | None,
         is_root: bool,
         prompt: Sequence[BaseMessage],
+        since: int,
     ) -> None:
-        """Log ``llm_start`` caused by the inputs it reads: every input of the conversation
-        new since the last completed model call (the user's message, tool results,
-        retrievals), the newest one as ``parent_id``; with none, the enclosing step."""
-        reads, mark = trace.conversation.reads(prompt)
+        """Log ``llm_start`` caused by the inputs it reads (the user's message, tool results,
+        retrievals new to it: ``Conversation.reads``), the newest one as ``parent_id``; with
+        none, the enclosing step. ``since``: the conversation's clock when the enclosing step
+        started."""
+        reads, mark = trace.conversation.reads(prompt, since)
         parent_id = reads[-1] if reads else scope_id
-        event_id = self._log(v.LLM_START, data, trace, parent_id)
+        causes = [(event_id, v.EDGE_READ) for event_id in reads]
+        event_id = self._log(
+            v.LLM_START, data, trace, parent_id, caused_by=causes, scope_id=scope_id
+        )
         name = data["model"] or "model"
-        run = Run(event_id, trace, "llm", name, time.perf_counter(), is_root, read_mark=mark)
+        run = Run(event_id, trace, "llm", name, time.perf_counter(), is_root, clock=mark)
         self._runs.add(run_id, run)
 
     def _model_start_data(
@@ -149,7 +155,8 @@ class ModelHooks(HandlerCore):
         data = self._model_start_data(serialized, metadata, kwargs)
         texts = [trim(p, self._max_chars) for p in prompts]
         data["messages"] = [{"role": "prompt", "content": t} for t in texts]
-        self._start_model(run_id, data, trace, scope_id, is_root, ())
+        since = self._clock_of(parent_run_id, trace)
+        self._start_model(run_id, data, trace, scope_id, is_root, (), since)
 
     @hook
     def on_llm_new_token(
@@ -221,7 +228,7 @@ class ModelHooks(HandlerCore):
         are linked to its ``llm_end``; a model called on its own logs its answer."""
         trace = run.trace
         conversation = trace.conversation
-        conversation.model_done(run.read_mark)
+        conversation.model_done(run.clock, getattr(message, "id", None))
         calls = message.tool_calls if isinstance(message, AIMessage) else []
         call_ids = [call_id for c in calls if (call_id := c.get("id"))]
         conversation.model_output(event_id, getattr(message, "id", None), call_ids)
@@ -263,14 +270,23 @@ class ModelHooks(HandlerCore):
     ) -> None:
         """``tool_call`` with ``tool`` (``serialized["name"]``), ``args`` as an object (H04)
         and ``call_id``; its parent is the ``llm_end`` that requested the call, if seen."""
-        trace, parent_id, is_root = self._enclosing(parent_run_id, metadata)
+        trace, scope_id, is_root = self._enclosing(parent_run_id, metadata)
         tool = (serialized or {}).get("name") or kwargs.get("name") or "tool"
         call_id = kwargs.get("tool_call_id")
         args = self._data(inputs) if isinstance(inputs, Mapping) else {"input": input_str}
         data = {"tool": tool, "args": args, "call_id": call_id}
         requested_by = trace.conversation.requested_by(call_id)
-        event_id = self._log(v.TOOL_CALL, data, trace, requested_by or parent_id)
-        run = Run(event_id, trace, "tool", tool, time.perf_counter(), is_root, call_id=call_id)
+        event_id = self._log(
+            v.TOOL_CALL,
+            data,
+            trace,
+            requested_by or scope_id,
+            caused_by=[(requested_by, v.EDGE_REQUESTED)] if requested_by else (),
+            scope_id=scope_id,
+        )
+        started = time.perf_counter()
+        clock = trace.conversation.now()
+        run = Run(event_id, trace, "tool", tool, started, is_root, call_id=call_id, clock=clock)
         self._runs.add(run_id, run)
 
     @hook

@@ -47,6 +47,8 @@ class Trace:
     last_output: ModelOutput | None = None
     #: whether this root run logged its ``assistant_response`` already
     answered: bool = False
+    #: whether a step of this root run was interrupted (``interrupt()``) already
+    interrupted: bool = False
 
 
 @dataclass(slots=True)
@@ -66,8 +68,8 @@ class Run:
     first_token_s: float | None = None
     token_count: int = 0
     tokens: list[Any] | None = None
-    #: the conversation's read mark when this model call started (see ``Conversation.reads``)
-    read_mark: int = 0
+    #: the conversation's clock when this run started (see ``Conversation.reads``)
+    clock: int = 0
 
 
 class RunTable:
