@@ -266,8 +266,9 @@ def test_a_graph_with_parallel_tools_a_subgraph_and_a_resume_keeps_one_lineage(
     assert {resume["event_id"], stop["event_id"]} <= held  # ... and the human's go-ahead
     assert why[0] == message
 
+    later_start = events.parent(answering)
     impact = lineage.impact(events.one(v.TOOL_RESULT, tool="stock"))
-    assert {answering["event_id"], answer["event_id"]} <= impact
+    assert {later_start["event_id"], answering["event_id"], answer["event_id"]} <= impact
     assert lineage.impact(message) == _ids(events.events) - {message["event_id"]}
     assert lineage.handler.open_runs == 0 and lineage.handler.internal_errors == 0
 
@@ -310,3 +311,38 @@ def test_a_retried_model_call_reads_the_same_inputs(lineage: Lineage, recovery: 
     assert answer_event["data"]["text"] == "recovered"
     held = _ids(lineage.why(answer_event))
     assert message["event_id"] in held and failed["event_id"] not in held
+
+
+class _ParentsOnlyLedger:
+    """A hand-written ledger adapter whose ``log`` predates ``caused_by`` and ``scope_id``."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    def log(
+        self,
+        event: str,
+        data: dict[str, Any],
+        *,
+        session_id: str | None = None,
+        parent_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Any:
+        return self.ledger.log(
+            event, data, session_id=session_id, parent_id=parent_id, metadata=metadata
+        )
+
+
+def test_a_ledger_without_causes_still_gets_every_event_with_its_parent(
+    lineage: Lineage,
+) -> None:
+    handler = LedgerCallbackHandler(_ParentsOnlyLedger(lineage.ledger))
+    _two_tool_agent().invoke(
+        {"messages": [("user", "Where is order A1?")]}, config={"callbacks": [handler]}
+    )
+    events = lineage.load()
+    assert handler.internal_errors == 0
+    assert events.types()[v.TOOL_RESULT] == 2 and len(events.of(v.ASSISTANT_RESPONSE)) == 1
+    assert all(not e.get("caused_by") and e.get("scope_id") is None for e in events.events)
+    (message,) = events.of(v.USER_MESSAGE)
+    assert lineage.impact(message) == _ids(events.events) - {message["event_id"]}

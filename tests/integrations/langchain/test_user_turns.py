@@ -13,6 +13,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda
+from langgraph.types import Command
 
 from agentledger.integrations.langchain import LedgerCallbackHandler
 from agentledger.testing.chat_models import ScriptedChatModel
@@ -53,6 +54,17 @@ def _agent_astream(inputs: Any) -> Callable[[dict[str, Any]], Any]:
     return lambda config: asyncio.run(run(config))
 
 
+def _agent_command(inputs: Any) -> Callable[[dict[str, Any]], Any]:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    def run(config: dict[str, Any]) -> Any:
+        agent = create_agent(_model(), [], checkpointer=InMemorySaver())
+        threaded = {**config, "configurable": {"thread_id": "command-update"}}
+        return agent.invoke(inputs, config=threaded)  # type: ignore[arg-type]
+
+    return run
+
+
 _PROMPT_VALUE = ChatPromptTemplate.from_messages([("system", "be brief"), ("human", "{q}")])
 
 FORMS: dict[str, Callable[[dict[str, Any]], Any]] = {
@@ -68,6 +80,7 @@ FORMS: dict[str, Callable[[dict[str, Any]], Any]] = {
         {"messages": [HumanMessage("hi"), AIMessage("hello"), SystemMessage("x"), ("user", TEXT)]}
     ),
     "graph-astream": _agent_astream({"messages": [("user", TEXT)]}),
+    "graph-command-update": _agent_command(Command(update={"messages": [("user", TEXT)]})),
     "chain-plain-string": _chain(TEXT, lambda text: [HumanMessage(text)]),
     "chain-legacy-input": _chain({"input": TEXT}, lambda x: x["input"]),
     "chain-message-list": _chain([("user", TEXT)], lambda x: x),
