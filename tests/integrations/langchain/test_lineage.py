@@ -346,3 +346,38 @@ def test_a_ledger_without_causes_still_gets_every_event_with_its_parent(
     assert all(not e.get("caused_by") and e.get("scope_id") is None for e in events.events)
     (message,) = events.of(v.USER_MESSAGE)
     assert lineage.impact(message) == _ids(events.events) - {message["event_id"]}
+
+
+def test_a_rag_answer_is_caused_by_the_retrieved_documents(lineage: Lineage) -> None:
+    from langchain_core.documents import Document
+    from langchain_core.output_parsers import StrOutputParser
+    from langchain_core.prompts import ChatPromptTemplate
+
+    from .test_handler import _KeywordRetriever
+
+    retriever = _KeywordRetriever(
+        docs=[Document(id="refunds", page_content="refunds take five business days")]
+    )
+    prompt = ChatPromptTemplate.from_messages([("human", "{context} | {question}")])
+    chain = (
+        {
+            "context": retriever | (lambda docs: " ".join(d.page_content for d in docs)),
+            "question": lambda question: question,
+        }
+        | prompt
+        | ScriptedChatModel(replies=["Five business days."])
+        | StrOutputParser()
+    )
+    chain.invoke("how long do refunds take", config={"callbacks": [lineage.handler]})
+    events = lineage.load()
+
+    (message,) = events.of(v.USER_MESSAGE)
+    (retrieval,) = events.of(v.RETRIEVAL)
+    (start,) = events.of(v.LLM_START)
+    (answer,) = events.of(v.ASSISTANT_RESPONSE)
+    assert answer["data"]["text"] == "Five business days."
+    edges = lineage.why_edges(answer)
+    assert (start["event_id"], retrieval["event_id"], v.EDGE_READ) in edges
+    assert (start["event_id"], message["event_id"], v.EDGE_READ) in edges
+    assert {retrieval["event_id"], message["event_id"]} <= _ids(lineage.why(answer))
+    assert answer["event_id"] in lineage.impact(retrieval)
