@@ -128,8 +128,10 @@ def test_every_input_form_yields_the_user_message(
         },
         {"topic": TEXT},
         {"messages": ""},
+        ["a list of", "plain strings"],
+        ("two", "strings"),
     ],
-    ids=["ends-with-ai", "ends-with-tool", "no-message-key", "empty"],
+    ids=["ends-with-ai", "ends-with-tool", "no-message-key", "empty", "strings", "pair"],
 )
 def test_inputs_without_a_new_user_turn_log_none(
     inputs: Any, handler: LedgerCallbackHandler, stored: Read

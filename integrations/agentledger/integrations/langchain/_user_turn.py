@@ -97,9 +97,17 @@ def user_turn(inputs: Any) -> UserTurn | None:
     if is_langgraph_object(inputs, "Command"):
         update = getattr(inputs, "update", None)
         return user_turn(update) if isinstance(update, Mapping) else None
-    if isinstance(inputs, list | tuple):
-        return _from_messages(inputs)
+    if isinstance(inputs, list | tuple) and all(_is_message_like(item) for item in inputs):
+        return _from_messages(inputs)  # a list of plain strings is data, not a conversation
     return None
+
+
+def _is_message_like(value: Any) -> bool:
+    return (
+        isinstance(value, BaseMessage)
+        or _is_role_tuple(value)
+        or (isinstance(value, Mapping) and ("role" in value or "type" in value))
+    )
 
 
 def resume_value(inputs: Any) -> Any:
