@@ -39,16 +39,25 @@ _TS, _AGENT, _SEQ, _ID = _COL["timestamp"], _COL["agent"], _COL["sequence_no"], 
 def _sql(direction: Direction, dialect: str, scoped: bool) -> str:
     near, far = ("effect_id", "cause_id") if direction == "why" else ("cause_id", "effect_id")
     scope = " AND e.agent = :scope" if scoped else ""
-    walk = (
-        "WITH RECURSIVE walk(node) AS ("
-        "SELECT event_id FROM events WHERE event_id = :event_id "
-        f"UNION SELECT e.{far} FROM event_causes e JOIN walk w ON e.{near} = w.node{scope}"
-    )
-    if dialect == "postgresql":  # no LIMIT inside a recursive query; the scan stops at it
-        walk += "), capped AS (SELECT node FROM walk LIMIT :budget)"
+    if dialect == "postgresql":
+        # LATERAL: one index lookup per walked id whatever the planner estimates (a hash join
+        # over the whole edge table per step would make a long chain quadratic); no LIMIT
+        # inside a recursive query, so the outer scan stops the walk
+        walk = (
+            "WITH RECURSIVE walk(node) AS ("
+            "SELECT event_id FROM events WHERE event_id = :event_id "
+            f"UNION SELECT x.{far} FROM walk w, LATERAL (SELECT e.{far} FROM event_causes e "
+            f"WHERE e.{near} = w.node{scope} OFFSET 0) x"
+            "), capped AS (SELECT node FROM walk LIMIT :budget)"
+        )
         links = f"array_agg(e.{far} || ' ' || e.kind)"
     else:  # SQLite: a LIMIT on the recursive CTE ends the recursion
-        walk += " LIMIT :budget), capped AS (SELECT node FROM walk)"
+        walk = (
+            "WITH RECURSIVE walk(node) AS ("
+            "SELECT event_id FROM events WHERE event_id = :event_id "
+            f"UNION SELECT e.{far} FROM event_causes e JOIN walk w ON e.{near} = w.node{scope}"
+            " LIMIT :budget), capped AS (SELECT node FROM walk)"
+        )
         links = f"json_group_array(e.{far} || ' ' || e.kind)"
     return (
         f"{walk} SELECT c.node, (SELECT {links} FROM event_causes e "
