@@ -7,8 +7,9 @@ and stay independent of the others.
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from agentledger.protocol import LedgerError
@@ -16,6 +17,7 @@ from agentledger.protocol import LedgerError
 __all__ = [
     "DEFAULT_MAX_SCOPES",
     "AlreadyAttachedError",
+    "CausalLedgerLike",
     "HasEventId",
     "IntegrationError",
     "InvalidOptionError",
@@ -23,6 +25,7 @@ __all__ = [
     "MissingExtraError",
     "TimedLedgerLike",
     "UnsupportedTargetError",
+    "accepts_causes",
     "max_scopes_option",
     "missing_extra",
     "tool_names",
@@ -56,6 +59,39 @@ class LedgerLike(Protocol):
         parent_id: str | None = ...,
         metadata: dict[str, Any] | None = ...,
     ) -> HasEventId: ...
+
+
+class CausalLedgerLike(LedgerLike, Protocol):
+    """A :class:`LedgerLike` whose ``log`` also takes further causes and the enclosing step.
+
+    ``caused_by`` items are event ids or ``(event id, edge kind)`` pairs; ``scope_id`` is the
+    step the event ran inside (see ``docs/pages/causal-edges.md``).
+    """
+
+    def log(
+        self,
+        event: str,
+        data: dict[str, Any],
+        *,
+        session_id: str | None = ...,
+        parent_id: str | None = ...,
+        metadata: dict[str, Any] | None = ...,
+        caused_by: Iterable[str | tuple[str, str]] = ...,
+        scope_id: str | None = ...,
+    ) -> HasEventId: ...
+
+
+def accepts_causes(ledger: LedgerLike) -> bool:
+    """Whether ``ledger.log`` takes ``caused_by`` and ``scope_id`` (a
+    :class:`CausalLedgerLike`); a hand-written ledger with the older ``log`` gets parents only.
+    """
+    try:
+        parameters = inspect.signature(ledger.log).parameters
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return True
+    return "caused_by" in parameters and "scope_id" in parameters
 
 
 class TimedLedgerLike(LedgerLike, Protocol):
