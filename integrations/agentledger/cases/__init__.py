@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agentledger.cases._checks import (
         CheckResult,
-        Divergence,
         Embedder,
         RunCheck,
         check,
     )
+    from agentledger.cases._divergence import Divergence, Effect
     from agentledger.cases._embed import http_embedder
     from agentledger.cases._export import (
         ChainBrokenError,
@@ -73,6 +73,7 @@ __all__ = [
     "ChainBrokenError",
     "CheckResult",
     "Divergence",
+    "Effect",
     "EmbeddedServerError",
     "Embedder",
     "Expect",
@@ -110,7 +111,8 @@ __all__ = [
 #: public name -> the module it lives in (relative to this package, or absolute)
 _LAZY = {
     "CheckResult": "._checks",
-    "Divergence": "._checks",
+    "Divergence": "._divergence",
+    "Effect": "._divergence",
     "Embedder": "._checks",
     "RunCheck": "._checks",
     "check": "._checks",

@@ -2,7 +2,8 @@
 
 An event's causes are its ``parent_id`` and its ``caused_by`` entries; the step it ran inside
 (``scope_id``) is not a cause and is never followed. :func:`source_lineage` reads a source
-session's events (export).
+session's events (export); :func:`run_effects` asks the run ledger (``impact()``) what a run's
+divergent event affected.
 """
 
 from __future__ import annotations
@@ -10,11 +11,14 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Sequence
 
+from agentledger.cases._calls import as_args, call_text
+from agentledger.cases._divergence import Effect
 from agentledger.cases._model import Lineage, StepEffects
-from agentledger.client import Event
+from agentledger.client import Event, Ledger
 from agentledger.client import vocabulary as v
+from agentledger.protocol import LedgerError
 
-__all__ = ["descendants", "source_lineage"]
+__all__ = ["descendants", "run_effects", "source_lineage"]
 
 #: One tool-call step: its ``tool_call`` event and the ``tool_result``/``tool_error`` answering
 #: it (``None`` when none was recorded).
@@ -60,3 +64,31 @@ def source_lineage(events: Sequence[Event], steps: Sequence[Step]) -> Lineage:
     inputs = [e.event_id for e in events if e.event == v.USER_MESSAGE]
     reached = answer is not None and answer in descendants(events, inputs)
     return Lineage(steps=out, answer_from_input=reached)
+
+
+def _describe(event: Event, step: int | None) -> Effect:
+    if event.event == v.TOOL_CALL:
+        tool = str(event.data.get("tool") or "tool")
+        text = call_text(tool, as_args(event.data.get("args")))
+    elif event.event == v.ASSISTANT_RESPONSE:
+        text = "final answer"
+    elif event.event in (v.TOOL_RESULT, v.TOOL_ERROR):
+        text = f"{event.event} of {event.data.get('tool') or 'tool'}"
+    else:
+        text = event.event
+    return Effect(event.event, text, step=step, event_id=event.event_id)
+
+
+def run_effects(
+    ledger: Ledger, events: Sequence[Event], event_id: str
+) -> tuple[Effect, ...] | None:
+    """The run's events computed from ``event_id`` (``impact()`` on the run ledger), causes
+    before effects; tool calls carry their step on the run's path. ``None`` when the ledger
+    could not answer."""
+    try:
+        impact = ledger.impact(event_id)
+    except LedgerError:
+        return None
+    calls = sorted((e for e in events if e.event == v.TOOL_CALL), key=lambda e: e.sequence_no or 0)
+    step_of = {e.event_id: index for index, e in enumerate(calls)}
+    return tuple(_describe(e, step_of.get(e.event_id)) for e in impact.events)
