@@ -142,7 +142,10 @@ def test_schema_command_prints_the_json_schema() -> None:
     assert result.exit_code == 0
     schema = json.loads(result.stdout)
     assert schema["title"].startswith("agentledger regression case")
-    assert {"case_id", "inputs", "tool_stubs", "expect", "chain_head"} <= set(schema["properties"])
+    assert {"case_id", "inputs", "tool_stubs", "expect", "chain_head", "lineage"} <= set(
+        schema["properties"]
+    )
+    assert schema["title"] == f"agentledger regression case v{cases.SCHEMA_VERSION}"
     assert schema == cases.case_json_schema() and Case.model_json_schema()["required"]
 
 

@@ -19,8 +19,17 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
+from rich.console import Console
 
-from agentledger.cases import Divergence, RunTarget, load_case, load_cases, run_suite, write_junit
+from agentledger.cases import (
+    Divergence,
+    RunTarget,
+    load_case,
+    load_cases,
+    print_summary,
+    run_suite,
+    write_junit,
+)
 from agentledger.cases._divergence import divergence_lines
 from agentledger.cases._lineage import run_effects
 from agentledger.client import EventRef, Ledger
@@ -297,6 +306,13 @@ def test_a_changed_first_call_names_step_0_and_what_was_computed_from_it(
     ]
     assert [e["event_id"] for e in document["run_effects"]] == [e.event_id for e in impact.events]
     assert json.loads(json.dumps(changed.to_json()))["cases"][0]["first_divergence"] == document
+
+    console = Console(record=True, width=400)
+    print_summary(changed, console)
+    assert (
+        f"step 0: expected find_order(order_id=A1), got find_order(order_id=A2); at risk: {at_risk}"
+        in console.export_text()
+    )
 
     junit = ET.parse(write_junit(changed, tmp_path / "junit.xml")).getroot()
     failure = junit.find("testcase/failure")
