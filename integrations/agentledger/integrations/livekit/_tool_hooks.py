@@ -61,7 +61,7 @@ class ToolHooks(ObserverCore):
         if speech is not None:
             data["speech_id"] = speech.speech_id
             speech.open_calls.append({"tool": name, "args": args, "call_id": call_id})
-        event_id = self._log(v.TOOL_CALL, data, start, at)
+        event_id = self._log(v.TOOL_CALL, data, self._requester(speech, start), at)
         call = Call(event_id, name, now, speech.speech_id if speech else None)
         self._calls[call_id] = call
         return call

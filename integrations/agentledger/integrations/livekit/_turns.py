@@ -60,7 +60,10 @@ class TurnHooks(ToolHooks):
         latency = message_latency(getattr(item, "metrics", None))
         if latency:
             data["latency"] = latency
-        event_id = self._log(v.USER_MESSAGE, data, self._session_start, at)
+        # The conversation goes on from the last reply the user heard (a root cause of the
+        # turn otherwise): why() of a later answer reaches the earlier turns it follows.
+        parent = self._last_response or self._session_start
+        event_id = self._log(v.USER_MESSAGE, data, parent, at)
         self._pending_user = self._last_user = event_id
         self._pending_user_at = at or 0.0
 
@@ -85,6 +88,7 @@ class TurnHooks(ToolHooks):
         if self._rank >= 2 and metrics:
             data["metrics"] = dict(metrics)
         response = self._log(v.ASSISTANT_RESPONSE, data, parent, at)
+        self._last_response = response
         if speech is not None:
             speech.last_step = response
         if interrupted and self._rank >= 1:
@@ -146,7 +150,7 @@ class TurnHooks(ToolHooks):
             if speech is None:
                 return
             self._flush_calls(speech.speech_id)
-            self._flush_end(speech, text=None)
+            self._flush_end(speech, text=None, final=True)
             if (
                 self._rank >= 1
                 and getattr(handle, "interrupted", False)
