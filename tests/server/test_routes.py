@@ -202,9 +202,16 @@ async def test_why_depth_limits_and_long_chains(app_client: httpx.AsyncClient) -
     assert [e["event_id"] for e in short["chain"]] == ids[15:21]
     whole = (await app_client.get(f"/v1/events/{ids[20]}/why", params={"depth": 100})).json()
     assert whole["chain_length"] == 21 and whole["chain_complete"] and not whole["orphan"]
-    deep = (await app_client.get(f"/v1/events/{ids[-1]}/why", params={"depth": 10_000})).json()
+    deep = (
+        await app_client.get(f"/v1/events/{ids[-1]}/why", params={"depth": 10_000, "limit": 20_000})
+    ).json()
     assert deep["chain_length"] == 10_001 and deep["depth_truncated"]
     assert deep["chain"][-1]["event_id"] == ids[-1] and deep["chain"][0]["event_id"] == ids[49]
+    assert deep["cut_at"] == [ids[49]] and not deep["size_truncated"]
+    # the default size bound (10,000 events) cuts first, and says where
+    capped = (await app_client.get(f"/v1/events/{ids[-1]}/why", params={"depth": 10_000})).json()
+    assert capped["chain_length"] == 10_000 and capped["size_truncated"]
+    assert capped["cut_at"] == [ids[50]] and not capped["chain_complete"]
     too_deep = await app_client.get(f"/v1/events/{ids[-1]}/why", params={"depth": 10_001})
     assert too_deep.status_code == 422
 

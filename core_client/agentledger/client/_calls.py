@@ -101,17 +101,20 @@ class ReadCalls:
     def _call_get_event(self, event_id: str) -> Call[Event]:
         return Call("GET", f"/v1/events/{_seg(event_id)}", Event.from_wire)
 
-    def _call_why(self, event_id: str, depth: int) -> Call[WhyResult]:
+    def _call_why(self, event_id: str, depth: int, limit: int) -> Call[WhyResult]:
         return Call(
-            "GET", f"/v1/events/{_seg(event_id)}/why", WhyResult.from_wire, {"depth": depth}
+            "GET",
+            f"/v1/events/{_seg(event_id)}/why",
+            WhyResult.from_wire,
+            {"depth": depth, "limit": limit},
         )
 
-    def _call_impact(self, event_id: str, limit: int | None) -> Call[ImpactResult]:
+    def _call_impact(self, event_id: str, depth: int, limit: int) -> Call[ImpactResult]:
         return Call(
             "GET",
             f"/v1/events/{_seg(event_id)}/impact",
             ImpactResult.from_wire,
-            _drop_none({"limit": limit}),
+            {"depth": depth, "limit": limit},
         )
 
     def _call_replay(

@@ -30,6 +30,7 @@ from agentledger.client._models import (
     WhyResult,
 )
 from agentledger.client._retry import RetryableStatus, is_retryable_status, sync_retrying
+from agentledger.protocol import limits
 
 __all__ = ["LedgerReads"]
 
@@ -93,22 +94,51 @@ class LedgerReads(BaseLedger):
         """
         return self._request(self._call_get_event(str(event_id)))
 
-    def why(self, event_id: str, depth: int = 10) -> WhyResult:
-        """The causal chain of an event, root first (``GET /v1/events/{id}/why``).
+    def why(
+        self,
+        event_id: str,
+        depth: int = limits.WHY_DEPTH_DEFAULT,
+        limit: int = limits.LINEAGE_LIMIT_DEFAULT,
+    ) -> WhyResult:
+        """Why this event happened: its causal ancestry as a DAG, root causes first
+        (``GET /v1/events/{id}/why``). Follows ``parent_id`` and ``caused_by``, not
+        ``scope_id``.
 
         Args:
-            event_id: the event to explain.
-            depth: most ancestors to walk (1..10,000).
+            event_id: the event to explain (for an agent's answer, its
+                ``assistant_response``).
+            depth: most cause hops to follow (0..10,000; default 1,000).
+            limit: most events in the answer (1..100,000; default 10,000).
+
+        Returns:
+            :class:`WhyResult`: ``chain`` (each ancestor once, causes first, the event last),
+            ``edges``, ``roots``, and ``missing``/``cut_at`` when the answer is incomplete.
 
         Raises:
             NotFoundError: no such event.
         """
-        return self._request(self._call_why(str(event_id), depth))
+        return self._request(self._call_why(str(event_id), depth, limit))
 
-    def impact(self, event_id: str, limit: int | None = None) -> ImpactResult:
-        """Every descendant of an event (``GET /v1/events/{id}/impact``), the mirror of
-        :meth:`why`. ``limit`` caps the events returned (``truncated`` says so)."""
-        return self._request(self._call_impact(str(event_id), limit))
+    def impact(
+        self,
+        event_id: str,
+        limit: int = limits.LINEAGE_LIMIT_DEFAULT,
+        *,
+        depth: int = limits.IMPACT_DEPTH_DEFAULT,
+    ) -> ImpactResult:
+        """Everything this event affected: every causal descendant as a DAG, causes before
+        their effects (``GET /v1/events/{id}/impact``), the mirror of :meth:`why`.
+
+        Args:
+            event_id: the event whose effects to list.
+            limit: most events in the answer (1..100,000; default 10,000; ``truncated`` says
+                when it was reached).
+            depth: most effect hops to follow (0..10,000; default 1,000).
+
+        Raises:
+            NotFoundError: no such event.
+        """
+        return self._request(self._call_impact(str(event_id), depth, limit))
 
     def replay(
         self,

@@ -137,6 +137,28 @@ class PreparedEvent:
     fast_ok: bool
     fingerprint: str
     parent_index: int | None = None
+    #: further causes as ``(event_id, kind or None)``, each once, none equal to the event
+    caused_by: tuple[tuple[str, str | None], ...] = ()
+    scope_id: str | None = None
+
+
+def _causes(item: EventIn) -> tuple[tuple[str, str | None], ...]:
+    """``caused_by`` as lowercase ``(event_id, kind)`` pairs, the first label of each id kept."""
+    if not item.caused_by:
+        return ()
+    out: dict[str, str | None] = {}
+    for entry in item.caused_by:
+        cause, kind = (
+            (entry.lower(), None)
+            if isinstance(entry, str)
+            else (
+                entry.event_id.lower(),
+                entry.kind,
+            )
+        )
+        if out.get(cause) is None:
+            out[cause] = kind
+    return tuple(out.items())
 
 
 def prepare(
@@ -180,7 +202,9 @@ def prepare(
     parent_id = item.parent_id.lower() if item.parent_id is not None else None
     supersedes = item.supersedes.lower() if item.supersedes is not None else None
     client_ts = format_ts(item.timestamp) if item.timestamp is not None else None
-    body = [
+    caused_by = _causes(item)
+    scope_id = item.scope_id.lower() if item.scope_id is not None else None
+    body: list[Any] = [
         item.agent,
         item.event,
         data,
@@ -193,6 +217,8 @@ def prepare(
         event_id,
         client_ts,
     ]
+    if caused_by or scope_id is not None:  # absent from older bodies: their fingerprints hold
+        body.append([list(caused_by), scope_id])
     fingerprint = hashlib.sha256(
         orjson.dumps(body, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
     ).hexdigest()
@@ -211,4 +237,6 @@ def prepare(
         fast_ok=fast,
         fingerprint=fingerprint,
         parent_index=parent_index,
+        caused_by=caused_by,
+        scope_id=scope_id,
     )

@@ -22,9 +22,12 @@ __all__ = [
     "BatchItemIn",
     "BatchItemResult",
     "BatchResult",
+    "CauseIn",
+    "CauseOut",
     "ChainHead",
     "ChainProblem",
     "ChainReportOut",
+    "EdgeOut",
     "EventIn",
     "EventOut",
     "ImpactOut",
@@ -70,6 +73,20 @@ def _utc_representable(value: datetime) -> datetime:
 UtcDatetime = Annotated[datetime, AfterValidator(_utc_representable)]
 
 
+EdgeKind = Annotated[str, Field(pattern=limits.EDGE_KIND_PATTERN, max_length=32)]
+
+
+class CauseIn(BaseModel):
+    """One further cause of an event, labelled with the kind of edge."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event_id: UUIDStr
+    kind: EdgeKind | None = Field(
+        default=None, description="edge kind (read, requested, produced, ...); default cause"
+    )
+
+
 class EventIn(BaseModel):
     """One event to write (POST ``/v1/events``)."""
 
@@ -78,7 +95,22 @@ class EventIn(BaseModel):
     agent: AgentName
     event: EventType
     data: dict[str, Any]
-    parent_id: UUIDStr | None = None
+    parent_id: UUIDStr | None = Field(
+        default=None, description="the event's primary cause (may not be stored yet)"
+    )
+    caused_by: Annotated[list[UUIDStr | CauseIn], Field(max_length=limits.MAX_CAUSES)] | None = (
+        Field(
+            default=None,
+            description=(
+                "further causes: event ids or {event_id, kind}; an entry naming parent_id "
+                "labels the parent edge"
+            ),
+        )
+    )
+    scope_id: UUIDStr | None = Field(
+        default=None,
+        description="the step this event ran inside; shown, never followed as a cause",
+    )
     session_id: SessionId | None = None
     metadata: dict[str, Any] | None = None
     idempotency_key: IdempotencyKey | None = None
@@ -160,6 +192,13 @@ class BatchResult(BaseModel):
     results: list[BatchItemResult]
 
 
+class CauseOut(BaseModel):
+    """A further cause as stored in an event's record."""
+
+    event_id: str
+    kind: str
+
+
 class EventOut(BaseModel):
     """A stored event."""
 
@@ -171,6 +210,8 @@ class EventOut(BaseModel):
     event: str
     data: dict[str, Any]
     parent_id: str | None = None
+    caused_by: list[CauseOut] | None = None
+    scope_id: str | None = None
     session_id: str | None = None
     metadata: dict[str, Any] | None = None
     supersedes: str | None = None
@@ -181,25 +222,51 @@ class EventOut(BaseModel):
     erased: bool = False
 
 
+class EdgeOut(BaseModel):
+    """A causal edge: ``effect`` was computed from ``cause``'s output."""
+
+    effect: str
+    cause: str
+    kind: str
+
+
 class WhyOut(BaseModel):
-    """GET ``/v1/events/{id}/why``: the causal chain, root first, the asked event last."""
+    """GET ``/v1/events/{id}/why``: the causal ancestry as a DAG.
+
+    ``chain`` holds each ancestor once, root causes first, the asked event last (an order in
+    which every cause comes before its effects); ``edges`` connect them."""
 
     event_id: str
     chain_length: int
     chain: list[EventOut]
+    edges: list[EdgeOut]
+    roots: list[str] = Field(description="events of the chain that have no causes")
+    missing: list[str] = Field(
+        description="causes named by the chain's events that are not stored (or not readable)"
+    )
+    cut_at: list[str] = Field(
+        description="events of the chain whose causes were not followed (depth or size bound)"
+    )
     chain_complete: bool
     orphan: bool
     depth_truncated: bool
+    size_truncated: bool
     scoped_agent_limited: bool
     missing_parent: str | None = None
 
 
 class ImpactOut(BaseModel):
-    """GET ``/v1/events/{id}/impact``: every descendant of the event."""
+    """GET ``/v1/events/{id}/impact``: every causal descendant of the event as a DAG, causes
+    before their effects (the asked event itself excluded; ``edges`` include its own)."""
 
     event_id: str
     count: int
     events: list[EventOut]
+    edges: list[EdgeOut]
+    cut_at: list[str] = Field(
+        description="events whose effects were not followed (depth or size bound)"
+    )
+    depth_truncated: bool
     truncated: bool
 
 

@@ -17,7 +17,15 @@ from sqlalchemy import (
 
 from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_EVENT_TYPE_CHARS, MAX_SESSION_CHARS
 
-__all__ = ["agents", "api_keys", "event_embeddings", "events", "ledger_meta", "metadata"]
+__all__ = [
+    "agents",
+    "api_keys",
+    "event_causes",
+    "event_embeddings",
+    "events",
+    "ledger_meta",
+    "metadata",
+]
 
 metadata = MetaData()
 
@@ -49,6 +57,21 @@ events = Table(
     Index("ix_events_agent_ts", "agent", "timestamp", "sequence_no"),
     Index("ix_events_session_ts", "session_id", "timestamp"),
     Index("ix_events_supersedes", "supersedes"),
+)
+
+#: One row per causal edge: ``effect_id`` was computed from ``cause_id``'s output. The parent
+#: edge and every ``caused_by`` entry of an event are written with it, derived from its record
+#: (so the chain covers them); ``agent`` is the effect's agent. ``why()`` walks the primary key,
+#: ``impact()`` the cause index. ``cause_id`` may name an event that is not stored (yet).
+event_causes = Table(
+    "event_causes",
+    metadata,
+    Column("effect_id", String(36), primary_key=True),
+    Column("cause_id", String(36), primary_key=True),
+    Column("kind", String(32), nullable=False),
+    Column("agent", String(MAX_AGENT_CHARS), nullable=False),
+    Index("ix_event_causes_cause", "cause_id"),
+    sqlite_with_rowid=False,
 )
 
 #: Per-agent chain head and counters, updated in the same transaction as the events.

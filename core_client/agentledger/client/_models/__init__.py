@@ -9,6 +9,8 @@ from agentledger.client._models.chain import ChainHead, ChainProblem, ChainRepor
 from agentledger.client._models.delivery import FlushResult, Stats
 from agentledger.client._models.events import (
     AgentInfo,
+    Cause,
+    Edge,
     Event,
     EventRef,
     ImpactResult,
@@ -29,9 +31,11 @@ __all__ = [
     "AgentInfo",
     "ApiKey",
     "BaselineReport",
+    "Cause",
     "ChainHead",
     "ChainProblem",
     "ChainReport",
+    "Edge",
     "Event",
     "EventRef",
     "FlushResult",

@@ -12,6 +12,8 @@ from agentledger.client._wire import iso_from_ns
 
 __all__ = [
     "AgentInfo",
+    "Cause",
+    "Edge",
     "Event",
     "EventRef",
     "ImpactResult",
@@ -50,8 +52,47 @@ class EventRef:
 
 
 @dataclass(frozen=True, slots=True)
+class Cause:
+    """A further cause an event names (``caused_by``): its id and the kind of edge."""
+
+    event_id: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A causal edge of a :class:`WhyResult` or :class:`ImpactResult`: ``effect`` was computed
+    from ``cause``'s output; ``kind`` says how (``"read"``, ``"requested"``, ``"closes"``...)."""
+
+    effect: str
+    cause: str
+    kind: str
+
+
+def _edges(items: Any) -> list[Edge]:
+    return [
+        Edge(str(e.get("effect", "")), str(e.get("cause", "")), str(e.get("kind", "cause")))
+        for e in items or []
+        if isinstance(e, dict)
+    ]
+
+
+def _causes(items: Any) -> tuple[Cause, ...]:
+    out = []
+    for item in items or []:
+        if isinstance(item, dict):
+            out.append(Cause(str(item.get("event_id", "")), str(item.get("kind", "cause"))))
+        elif isinstance(item, str):
+            out.append(Cause(item, "cause"))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
 class Event:
-    """One stored event, as the server returns it (wire contract, "Event object")."""
+    """One stored event, as the server returns it (wire contract, "Event object").
+
+    ``parent_id`` is its primary cause and ``caused_by`` its further causes; ``scope_id`` the
+    step it ran inside (not a cause)."""
 
     event_id: str
     agent: str
@@ -68,7 +109,16 @@ class Event:
     supersedes: str | None = None
     importance: float | None = None
     received_at: str | None = None
+    caused_by: tuple[Cause, ...] = ()
+    scope_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def causes(self) -> list[str]:
+        """Every cause's id: ``parent_id`` first, then ``caused_by``, each once."""
+        ids = [self.parent_id] if self.parent_id else []
+        ids.extend(c.event_id for c in self.caused_by if c.event_id not in ids)
+        return ids
 
     @classmethod
     def from_wire(cls, obj: dict[str, Any]) -> Event:
@@ -98,6 +148,8 @@ _EVENT_FIELDS = frozenset(
         "supersedes",
         "importance",
         "received_at",
+        "caused_by",
+        "scope_id",
     }
 )
 
@@ -120,6 +172,8 @@ def _event_from_wire(obj: dict[str, Any]) -> Event:
         supersedes=obj.get("supersedes"),
         importance=obj.get("importance"),
         received_at=obj.get("received_at"),
+        caused_by=_causes(obj.get("caused_by")),
+        scope_id=obj.get("scope_id"),
         extra={k: v for k, v in obj.items() if k not in _EVENT_FIELDS and k != "event_type"},
     )
 
@@ -131,12 +185,17 @@ def events_from_wire(items: Any) -> list[Event]:
 
 @dataclass(frozen=True, slots=True)
 class WhyResult:
-    """``why(event_id)``: the causal chain from the root to the event (wire: ``.../why``).
+    """``why(event_id)``: the causal ancestry of the event as a DAG (wire: ``.../why``).
 
     Attributes:
-        chain: events ordered root first, the asked event last.
-        chain_complete: the walk reached a root (no parent) within ``depth``.
-        missing_parent: id of a parent that is not (yet) stored, else ``None``.
+        chain: every ancestor once, root causes first, the asked event last (each cause
+            comes before its effects).
+        edges: the causal edges between them (and to ``missing`` causes).
+        roots: events of ``chain`` that have no causes: where the answer starts.
+        missing: causes named in the chain that are not stored (or this key may not read).
+        cut_at: events whose causes were not followed (``depth`` or ``limit`` reached).
+        chain_complete: nothing missing and nothing cut.
+        missing_parent: the first of ``missing``, else ``None``.
     """
 
     event_id: str
@@ -147,6 +206,11 @@ class WhyResult:
     depth_truncated: bool
     scoped_agent_limited: bool
     missing_parent: str | None
+    edges: list[Edge] = field(default_factory=list)
+    roots: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    cut_at: list[str] = field(default_factory=list)
+    size_truncated: bool = False
 
     @classmethod
     def from_wire(cls, obj: dict[str, Any]) -> WhyResult:
@@ -160,17 +224,32 @@ class WhyResult:
             depth_truncated=bool(obj.get("depth_truncated", False)),
             scoped_agent_limited=bool(obj.get("scoped_agent_limited", False)),
             missing_parent=obj.get("missing_parent") or None,
+            edges=_edges(obj.get("edges")),
+            roots=[str(r) for r in obj.get("roots") or []],
+            missing=[str(m) for m in obj.get("missing") or []],
+            cut_at=[str(c) for c in obj.get("cut_at") or []],
+            size_truncated=bool(obj.get("size_truncated", False)),
         )
+
+    def causes_of(self, event_id: str) -> list[Edge]:
+        """The edges from ``event_id`` to its causes within this answer."""
+        return [e for e in self.edges if e.effect == event_id]
 
 
 @dataclass(frozen=True, slots=True)
 class ImpactResult:
-    """``impact(event_id)``: every descendant of the event (``truncated`` when capped)."""
+    """``impact(event_id)``: every causal descendant of the event as a DAG, causes before
+    their effects (the asked event itself is not in ``events``; ``edges`` include its own).
+    ``truncated`` when ``limit`` cut the answer, ``depth_truncated`` when ``depth`` did;
+    ``cut_at`` names where."""
 
     event_id: str
     count: int
     events: list[Event]
     truncated: bool
+    edges: list[Edge] = field(default_factory=list)
+    cut_at: list[str] = field(default_factory=list)
+    depth_truncated: bool = False
 
     @classmethod
     def from_wire(cls, obj: dict[str, Any]) -> ImpactResult:
@@ -180,7 +259,14 @@ class ImpactResult:
             count=int(value_or(obj, "count", len(events))),
             events=events,
             truncated=bool(obj.get("truncated", False)),
+            edges=_edges(obj.get("edges")),
+            cut_at=[str(c) for c in obj.get("cut_at") or []],
+            depth_truncated=bool(obj.get("depth_truncated", False)),
         )
+
+    def effects_of(self, event_id: str) -> list[Edge]:
+        """The edges from ``event_id`` to the events computed from it, within this answer."""
+        return [e for e in self.edges if e.cause == event_id]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, HTTPException, Query, Response
 
+from agentledger.protocol import limits
 from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_EVENT_TYPE_CHARS, MAX_SESSION_CHARS
 from agentledger.server._auth import ReadPrincipal, WritePrincipal
 from agentledger.server._http import StrictJSONRoute, json_response
@@ -84,7 +85,7 @@ def log_event(
         )
     except ItemError as error:
         raise HTTPException(error.status, error.as_fastapi_detail()) from None
-    (outcome,) = store.append([prepared])
+    (outcome,) = store.append([prepared], reader_agent=principal.agent)
     if not outcome.ok:
         raise HTTPException(outcome.status, outcome.error)
     return json_response(_log_result(outcome), outcome.status)
@@ -148,7 +149,7 @@ def log_batch(
         store_pos[index] = len(to_store)
         to_store.append(prepared)
         positions.append(index)
-    outcomes = store.append(to_store)
+    outcomes = store.append(to_store, reader_agent=principal.agent)
     for index, outcome in zip(positions, outcomes, strict=True):
         entry: dict[str, Any] = {"index": index, "ok": outcome.ok, "duplicate": outcome.duplicate}
         if outcome.ok:
@@ -234,29 +235,44 @@ def get_event(event_id: UUID, principal: ReadPrincipal, store: StoreDep) -> Resp
     return json_response(event)
 
 
+Depth = Annotated[int, Query(ge=0, le=limits.LINEAGE_DEPTH_MAX, description="hops followed")]
+Size = Annotated[
+    int, Query(ge=1, le=limits.LINEAGE_LIMIT_MAX, description="most events in the answer")
+]
+
+
 @lineage_router.get("/{event_id}/why", response_model=WhyOut)
 def why(
     event_id: UUID,
     principal: ReadPrincipal,
     store: StoreDep,
-    depth: Annotated[int, Query(ge=0, le=10_000)] = 10,
+    depth: Depth = limits.WHY_DEPTH_DEFAULT,
+    limit: Size = limits.LINEAGE_LIMIT_DEFAULT,
 ) -> Response:
-    """The causal chain (root first, this event last), following ``parent_id`` up to ``depth``
-    hops in one recursive query. A parent not stored (yet) is reported as ``missing_parent``."""
-    result = store.why(str(event_id), depth=depth, agent_scope=principal.agent)
+    """The causal ancestry of the event as a DAG: every event it was computed from, following
+    ``parent_id`` and ``caused_by`` (never ``scope_id``) up to ``depth`` hops and ``limit``
+    events, in one recursive query. Root causes come first, the event itself last; ``edges``
+    connect them. Causes not stored (yet) are listed in ``missing``; ``cut_at`` names the
+    events whose causes a bound left unfollowed."""
+    result = store.why(str(event_id), depth=depth, limit=limit, agent_scope=principal.agent)
     if result is None or (principal.agent is not None and result.anchor_agent != principal.agent):
         raise HTTPException(404, f"event_id: no event {event_id}")
-    orphan = result.missing_parent is not None
+    orphan = bool(result.missing)
     return json_response(
         {
             "event_id": str(event_id),
-            "chain_length": len(result.chain),
-            "chain": result.chain,
-            "chain_complete": not (orphan or result.depth_truncated),
+            "chain_length": len(result.events),
+            "chain": result.events,
+            "edges": result.edges,
+            "roots": result.roots,
+            "missing": result.missing,
+            "cut_at": result.cut_at,
+            "chain_complete": not (orphan or result.cut_at),
             "orphan": orphan,
             "depth_truncated": result.depth_truncated,
+            "size_truncated": result.size_truncated,
             "scoped_agent_limited": result.scoped_agent_limited,
-            "missing_parent": result.missing_parent,
+            "missing_parent": result.missing[0] if result.missing else None,
         }
     )
 
@@ -266,19 +282,22 @@ def impact(
     event_id: UUID,
     principal: ReadPrincipal,
     store: StoreDep,
-    limit: Annotated[int, Query(ge=1, le=100_000)] = 10_000,
+    depth: Depth = limits.IMPACT_DEPTH_DEFAULT,
+    limit: Size = limits.LINEAGE_LIMIT_DEFAULT,
 ) -> Response:
-    """Every descendant of the event (the mirror of why), oldest first, up to ``limit``."""
-    anchor = store.get_event(str(event_id))
-    _visible(anchor, principal, event_id)
-    page = store.impact(str(event_id), limit=limit, agent_scope=principal.agent)
-    if page is None:
+    """Every causal descendant of the event (the mirror of why) as a DAG, causes before their
+    effects, up to ``depth`` hops and ``limit`` events, in one recursive query."""
+    result = store.impact(str(event_id), depth=depth, limit=limit, agent_scope=principal.agent)
+    if result is None or (principal.agent is not None and result.anchor_agent != principal.agent):
         raise HTTPException(404, f"event_id: no event {event_id}")
     return json_response(
         {
             "event_id": str(event_id),
-            "count": len(page.events),
-            "events": page.events,
-            "truncated": page.truncated,
+            "count": len(result.events),
+            "events": result.events,
+            "edges": result.edges,
+            "cut_at": result.cut_at,
+            "depth_truncated": result.depth_truncated,
+            "truncated": result.size_truncated,
         }
     )

@@ -129,8 +129,8 @@ def import_events(
 ) -> Response:
     """Import export lines (oldest first): original timestamps kept, parents remapped, fresh
     checksums and chain links. Renaming to ``agent`` maps ids deterministically (uuid5), so a
-    re-run returns duplicates, never copies; a parent found neither in the import nor in the
-    ledger is dropped (``parents_dropped``)."""
+    re-run returns duplicates, never copies; a cause (``parent_id`` or a ``caused_by`` entry)
+    found neither in the import nor in the ledger is dropped (counted in ``parents_dropped``)."""
     received = now_ts()
     errors: list[dict[str, Any]] = []
     prepared: list[PreparedEvent] = []
@@ -171,27 +171,36 @@ def import_events(
             errors.append({"index": index, "detail": error.detail})
         except HTTPException as error:
             errors.append({"index": index, "detail": str(error.detail)})
+
+    def resolve(ref: str) -> str | None:
+        mapped = id_map.get(ref)
+        if mapped is None:
+            renamed = (
+                str(uuid.uuid5(IMPORT_NAMESPACE, f"{body.agent}/{ref}")) if body.agent else None
+            )
+            if renamed and store.get_event(renamed) is not None:
+                mapped = renamed
+            elif store.get_event(ref) is not None:
+                mapped = ref
+        return mapped
+
     for _index, event, parent in pending:
         if parent is not None:
-            mapped = id_map.get(parent)
-            if mapped is None:
-                renamed = (
-                    str(uuid.uuid5(IMPORT_NAMESPACE, f"{body.agent}/{parent}"))
-                    if body.agent
-                    else None
-                )
-                if renamed and store.get_event(renamed) is not None:
-                    mapped = renamed
-                elif store.get_event(parent) is not None:
-                    mapped = parent
+            mapped = resolve(parent)
             if mapped is None:
                 parents_dropped += 1
             event.parent_id = mapped
+        if event.caused_by:
+            causes = [(resolve(cause), kind) for cause, kind in event.caused_by]
+            parents_dropped += sum(1 for cause, _ in causes if cause is None)
+            event.caused_by = tuple((c, k) for c, k in causes if c is not None)
+        if event.scope_id is not None:
+            event.scope_id = id_map.get(event.scope_id, event.scope_id)
         prepared.append(event)
     # The fingerprint must cover the resolved parent, so a re-run compares like with like.
     for event in prepared:
         event.fingerprint = _refingerprint(event)
-    outcomes = store.append(prepared)
+    outcomes = store.append(prepared, reader_agent=principal.agent)
     imported = duplicates = 0
     for (index, _event, _parent), outcome in zip(pending, outcomes, strict=True):
         if outcome.ok and outcome.duplicate:
@@ -212,4 +221,7 @@ def import_events(
 
 
 def _refingerprint(event: PreparedEvent) -> str:
-    return hashlib.sha256(orjson.dumps([event.fingerprint, event.parent_id])).hexdigest()
+    resolved: list[Any] = [event.fingerprint, event.parent_id]
+    if event.caused_by:
+        resolved.append([list(cause) for cause in event.caused_by])
+    return hashlib.sha256(orjson.dumps(resolved)).hexdigest()

@@ -10,10 +10,10 @@ from agentledger.server._store.base import (
     EventPage,
     KeyRecord,
     LedgerStore,
-    WhyResult,
+    Lineage,
 )
 
-__all__ = ["AppendOutcome", "EventPage", "KeyRecord", "LedgerStore", "WhyResult", "open_store"]
+__all__ = ["AppendOutcome", "EventPage", "KeyRecord", "LedgerStore", "Lineage", "open_store"]
 
 
 def open_store(

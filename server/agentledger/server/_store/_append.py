@@ -7,15 +7,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import uuid_utils
-from sqlalchemy import Connection, or_, select, tuple_, update
+from sqlalchemy import Connection, select, tuple_, update
 
+from agentledger.protocol.vocabulary import CLOSING_EVENTS, EDGE_CAUSE, EDGE_CLOSES
 from agentledger.server._canonical import canonical
 from agentledger.server._chain import ChainHasher
 from agentledger.server._ingest import PreparedEvent, now_ts
-from agentledger.server._store._cycles import closes_cycle
+from agentledger.server._store._cycles import closing_cause
 from agentledger.server._store._rows import IN_CHUNK
 from agentledger.server._store.base import AppendOutcome
-from agentledger.server._tables import agents, events
+from agentledger.server._tables import agents, event_causes, events
 
 __all__ = ["InsertRows", "append_in", "lookup_existing"]
 
@@ -27,7 +28,7 @@ def lookup_existing(
     conn: Connection, items: Sequence[PreparedEvent], referenced: set[str]
 ) -> tuple[dict[str, tuple[str | None, AppendOutcome]], dict[tuple[str, str], Any]]:
     """Stored events with the ids or idempotency keys of ``items``; adds to ``referenced`` those
-    ids a stored event names as its parent (found by the same indexed query)."""
+    ids a stored event names as a cause (one indexed query on the edges per chunk)."""
     cols = (
         events.c.event_id,
         events.c.agent,
@@ -60,14 +61,11 @@ def lookup_existing(
     for start in range(0, len(ids), IN_CHUNK):
         chunk = ids[start : start + IN_CHUNK]
         wanted = set(chunk)
-        by_either = select(*cols, events.c.parent_id).where(
-            or_(events.c.event_id.in_(chunk), events.c.parent_id.in_(chunk))
-        )
-        for found in conn.execute(by_either):
+        for found in conn.execute(select(*cols).where(events.c.event_id.in_(chunk))):
             if found[0] in wanted:
                 remember(found)
-            if found[8] in wanted:
-                referenced.add(found[8])
+        named = select(event_causes.c.cause_id).where(event_causes.c.cause_id.in_(chunk))
+        referenced.update(row[0] for row in conn.execute(named))
     keys = sorted({(it.agent, it.idempotency_key) for it in items if it.idempotency_key})
     for start in range(0, len(keys), IN_CHUNK):
         chunk_keys = keys[start : start + IN_CHUNK]
@@ -78,23 +76,73 @@ def lookup_existing(
     return by_id, by_key
 
 
-def _parent_refusal(
+def _unreadable_causes(
+    conn: Connection, items: Sequence[PreparedEvent], reader_agent: str | None
+) -> set[str]:
+    """Causes named by ``items`` that are stored under an agent other than ``reader_agent``
+    (a key bound to one agent may not hang its events under another agent's)."""
+    if reader_agent is None:
+        return set()
+    named = sorted({c for it in items for c in (it.parent_id, *(c for c, _ in it.caused_by)) if c})
+    found: set[str] = set()
+    for start in range(0, len(named), IN_CHUNK):
+        query = select(events.c.event_id).where(
+            events.c.event_id.in_(named[start : start + IN_CHUNK]),
+            events.c.agent != reader_agent,
+        )
+        found.update(row[0] for row in conn.execute(query))
+    return found
+
+
+def _cause_refusal(
     conn: Connection,
     event_id: str,
     parent_id: str | None,
-    referenced: set[str],
-    pending: dict[str, str | None],
+    caused_by: Sequence[tuple[str, str | None]],
+    checks: tuple[set[str], set[str], dict[str, list[str]]],
 ) -> str | None:
-    """Why ``parent_id`` cannot be this event's parent, or ``None`` when it can."""
-    if parent_id is None:
-        return None
+    """Why this event cannot have these causes (naming the field), or ``None`` when it can."""
+    referenced, unreadable, pending = checks
     if parent_id == event_id:
         return "parent_id: an event cannot be its own parent"
-    if event_id in referenced and closes_cycle(conn, event_id, parent_id, pending):
-        return (
-            f"parent_id: {parent_id} descends from event {event_id}; the edge would close a cycle"
-        )
+    if any(cause == event_id for cause, _ in caused_by):
+        return "caused_by: an event cannot be its own cause"
+    for field, cause in [("parent_id", parent_id), *(("caused_by", c) for c, _ in caused_by)]:
+        if cause is not None and cause in unreadable:
+            return f"{field}: {cause} is an event this key may not read"
+    if event_id in referenced:
+        causes = [c for c, _ in caused_by if c != parent_id]
+        if parent_id is not None:
+            causes.insert(0, parent_id)
+        closing = closing_cause(conn, event_id, causes, pending)
+        if closing is not None:
+            field = "parent_id" if closing == parent_id else "caused_by"
+            return (
+                f"{field}: {closing} descends from event {event_id}; the edge would close a cycle"
+            )
     return None
+
+
+def _edges(
+    event_id: str, item: PreparedEvent, parent_id: str | None
+) -> tuple[list[tuple[str, str, str, str]], list[dict[str, str]] | None]:
+    """The edge rows of one event and its record's ``caused_by`` (``None`` when empty)."""
+    labels = dict(item.caused_by)
+    rows: list[tuple[str, str, str, str]] = []
+    if parent_id is not None:
+        kind = labels.get(parent_id) or (
+            EDGE_CLOSES if item.event in CLOSING_EVENTS else EDGE_CAUSE
+        )
+        rows.append((event_id, parent_id, kind, item.agent))
+    for cause, label in item.caused_by:
+        if cause != parent_id:
+            rows.append((event_id, cause, label or EDGE_CAUSE, item.agent))
+    record = (
+        [{"event_id": cause, "kind": label or EDGE_CAUSE} for cause, label in item.caused_by]
+        if item.caused_by
+        else None
+    )
+    return rows, record
 
 
 def append_in(
@@ -104,13 +152,16 @@ def append_in(
     *,
     hasher: ChainHasher,
     insert_events: InsertRows,
+    insert_edges: InsertRows,
+    reader_agent: str | None = None,
 ) -> list[AppendOutcome]:
     """Write ``items`` on ``conn`` (a write transaction that excludes other writers of the
     same agents); see :meth:`~agentledger.server._store.base.LedgerStore.append`."""
     received = now_ts()
-    # ids a stored event already names as parent: only these can close a cycle
+    # ids a stored event already names as a cause: only these can close a cycle
     referenced: set[str] = set()
     by_id, by_key = lookup_existing(conn, items, referenced)
+    unreadable = _unreadable_causes(conn, items, reader_agent)
     names = sorted({it.agent for it in items})
     heads: dict[str, list[Any]] = {}
     for start in range(0, len(names), IN_CHUNK):
@@ -128,7 +179,9 @@ def append_in(
     checksum_of = hasher.checksum
     outcomes: list[AppendOutcome] = []
     rows: list[tuple[Any, ...]] = []
-    pending: dict[str, str | None] = {}
+    edge_rows: list[tuple[str, str, str, str]] = []
+    pending: dict[str, list[str]] = {}
+    checks = (referenced, unreadable, pending)
     for index, item in enumerate(items):
         parent_id = item.parent_id
         if item.parent_index is not None:
@@ -188,13 +241,14 @@ def append_in(
                 )
             continue
         event_id = item.event_id or str(uuid_utils.uuid7())
-        refusal = _parent_refusal(conn, event_id, parent_id, referenced, pending)
+        refusal = _cause_refusal(conn, event_id, parent_id, item.caused_by, checks)
         if refusal is not None:
             outcomes.append(AppendOutcome(ok=False, status=422, error=refusal))
             continue
-        pending[event_id] = parent_id
-        if parent_id is not None:
-            referenced.add(parent_id)
+        edges, caused_by = _edges(event_id, item, parent_id)
+        pending[event_id] = [edge[1] for edge in edges]
+        referenced.update(pending[event_id])
+        edge_rows.extend(edges)
         head = heads.get(item.agent)
         if head is None:
             head = [0, None, 0, item.timestamp, item.timestamp, True]
@@ -212,6 +266,10 @@ def append_in(
             "metadata": item.metadata,
             "supersedes": item.supersedes,
         }
+        if caused_by is not None:  # absent when empty: older records keep their bytes
+            record["caused_by"] = caused_by
+        if item.scope_id is not None:
+            record["scope_id"] = item.scope_id
         canon = canonical(record, fast_ok=item.fast_ok)
         checksum = checksum_of(canon)
         chain_hash = link(head[1], canon)
@@ -267,6 +325,8 @@ def append_in(
             by_key[(item.agent, item.idempotency_key)] = (item.fingerprint, dup)
     if rows:
         insert_events(conn, rows)
+        if edge_rows:
+            insert_edges(conn, edge_rows)
         new_heads = []
         for name, (seq, chain_hash, count, first, last, is_new) in heads.items():
             if is_new:

@@ -4,8 +4,8 @@ A backend (:class:`~agentledger.server._store.sqlite.SQLiteStore`,
 :class:`~agentledger.server._store.postgres.PostgresStore`) subclasses :class:`SQLStore` once and
 supplies the engine, the serialized write transaction (:meth:`SQLStore.writer`) and the dialect's
 aggregate for distinct lists (:meth:`SQLStore.distinct_list`). The queries themselves, including
-the recursive lineage queries (``why``: one recursive CTE over ``parent_id``; ``impact``: one over
-the children index), are written once here, over the helpers of :mod:`._rows` and
+the recursive lineage queries (``why`` and ``impact``: one recursive query each over the causal
+edges, :mod:`._lineage`), are written once here, over the helpers of :mod:`._rows` and
 :mod:`._append`. Query features (search, forget, drift, ...) are not part of the store: they take
 one (:class:`agentledger.server._query.queries.QueryStore`).
 """
@@ -34,6 +34,7 @@ from sqlalchemy import (
 from agentledger.server._chain import ChainHasher, ChainRow, ChainRowTuple
 from agentledger.server._ingest import PreparedEvent, now_ts
 from agentledger.server._store._append import append_in
+from agentledger.server._store._lineage import lineage
 from agentledger.server._store._rows import (
     CHAIN_COLS,
     EVENT_COLS,
@@ -46,12 +47,11 @@ from agentledger.server._store._rows import (
 )
 from agentledger.server._store.base import (
     AppendOutcome,
-    EventPage,
     KeyRecord,
     LedgerStore,
-    WhyResult,
+    Lineage,
 )
-from agentledger.server._tables import agents, api_keys, events
+from agentledger.server._tables import agents, api_keys, event_causes, events
 
 __all__ = ["INSERT_COLUMNS", "SQLStore"]
 
@@ -81,6 +81,13 @@ class SQLStore(LedgerStore):
         """
         conn.execute(events.insert(), [dict(zip(INSERT_COLUMNS, row, strict=True)) for row in rows])
 
+    def insert_edges(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+        """Insert causal edge rows ``(effect_id, cause_id, kind, agent)``, one statement."""
+        conn.execute(
+            event_causes.insert(),
+            [{"effect_id": r[0], "cause_id": r[1], "kind": r[2], "agent": r[3]} for r in rows],
+        )
+
     def writer_busy(self) -> bool:
         """Whether a write transaction of this process runs right now (background work such as
         the full-text indexer then gives way). The default: never known to be busy."""
@@ -106,23 +113,34 @@ class SQLStore(LedgerStore):
     # -- writes ------------------------------------------------------------------------------
 
     def append(
-        self, items: Sequence[PreparedEvent], *, keep_received_at: Sequence[str | None] = ()
+        self,
+        items: Sequence[PreparedEvent],
+        *,
+        keep_received_at: Sequence[str | None] = (),
+        reader_agent: str | None = None,
     ) -> list[AppendOutcome]:
         """See :meth:`LedgerStore.append`."""
         if not items:
             return []
         with self.writer() as conn:
-            return self.append_on(conn, items, keep_received_at)
+            return self.append_on(conn, items, keep_received_at, reader_agent)
 
     def append_on(
         self,
         conn: Connection,
         items: Sequence[PreparedEvent],
         keep_received_at: Sequence[str | None],
+        reader_agent: str | None = None,
     ) -> list[AppendOutcome]:
         """The append of :meth:`append` on a write transaction the caller holds."""
         return append_in(
-            conn, items, keep_received_at, hasher=self.hasher, insert_events=self.insert_events
+            conn,
+            items,
+            keep_received_at,
+            hasher=self.hasher,
+            insert_events=self.insert_events,
+            insert_edges=self.insert_edges,
+            reader_agent=reader_agent,
         )
 
     # -- reads -------------------------------------------------------------------------------
@@ -171,68 +189,28 @@ class SQLStore(LedgerStore):
         with self.reader() as conn:
             return [event_fragment(row) for row in conn.execute(query)]
 
-    def why(self, event_id: str, *, depth: int, agent_scope: str | None) -> WhyResult | None:
-        """See :meth:`LedgerStore.why`: one recursive CTE, ``depth + 1`` hops at most."""
-        max_hop = depth + 1
-        seed = select(
-            events.c.event_id, events.c.parent_id, events.c.agent, literal(0).label("hop")
-        ).where(events.c.event_id == event_id)
-        anc = seed.cte("anc", recursive=True)
-        parent = events.alias("p")
-        step = select(parent.c.event_id, parent.c.parent_id, parent.c.agent, anc.c.hop + 1).where(
-            parent.c.event_id == anc.c.parent_id, anc.c.hop < max_hop
-        )
-        if agent_scope is not None:
-            step = step.where(anc.c.agent == agent_scope)
-        anc = anc.union_all(step)
-        query = (
-            select(anc.c.hop, *EVENT_COLS)
-            .join_from(anc, events, events.c.event_id == anc.c.event_id)
-            .order_by(anc.c.hop.desc())
-        )
+    def why(
+        self, event_id: str, *, depth: int, limit: int, agent_scope: str | None
+    ) -> Lineage | None:
+        """See :meth:`LedgerStore.why`: one recursive query over the causal edges."""
         with self.reader() as conn:
-            rows = conn.execute(query).all()
-        if not rows:
-            return None
-        result = WhyResult(chain=[], anchor_agent=rows[-1][8])
-        top = rows[0]
-        if top[0] == max_hop:
-            result.depth_truncated = True
-            rows = rows[1:]
-        elif agent_scope is not None and top[8] != agent_scope and top[0] > 0:
-            result.scoped_agent_limited = True
-            rows = rows[1:]
-        elif top[12] is not None:
-            result.missing_parent = top[12]
-        result.chain = [event_fragment(row[1:]) for row in rows]
-        return result
-
-    def impact(self, event_id: str, *, limit: int, agent_scope: str | None) -> EventPage | None:
-        """See :meth:`LedgerStore.impact`: one recursive CTE over the ``parent_id`` index."""
-        with self.reader() as conn:
-            exists = conn.execute(
-                select(events.c.agent).where(events.c.event_id == event_id)
-            ).first()
-            if exists is None:
-                return None
-            # seeded from the row itself (not a literal) so the column's type and collation
-            # match the recursive term on every dialect; rows are fetched back by primary key
-            seed = select(events.c.id, events.c.event_id).where(events.c.event_id == event_id)
-            desc = seed.cte("descendants", recursive=True)
-            child = events.alias("c")
-            step = select(child.c.id, child.c.event_id).where(child.c.parent_id == desc.c.event_id)
-            if agent_scope is not None:
-                step = step.where(child.c.agent == agent_scope)
-            desc = desc.union(step)
-            query = (
-                select(*EVENT_COLS)
-                .where(events.c.id.in_(select(desc.c.id)), events.c.event_id != event_id)
-                .order_by(events.c.timestamp, events.c.agent, events.c.sequence_no)
-                .limit(limit + 1)
+            return lineage(
+                conn, event_id, direction="why", depth=depth, limit=limit, agent_scope=agent_scope
             )
-            rows = conn.execute(query).all()
-        truncated = len(rows) > limit
-        return EventPage([event_fragment(row) for row in rows[:limit]], truncated)
+
+    def impact(
+        self, event_id: str, *, depth: int, limit: int, agent_scope: str | None
+    ) -> Lineage | None:
+        """See :meth:`LedgerStore.impact`: one recursive query over the cause index."""
+        with self.reader() as conn:
+            return lineage(
+                conn,
+                event_id,
+                direction="impact",
+                depth=depth,
+                limit=limit,
+                agent_scope=agent_scope,
+            )
 
     def sessions(self, agent: str | None, *, limit: int) -> list[dict[str, Any]]:
         """See :meth:`LedgerStore.sessions`."""

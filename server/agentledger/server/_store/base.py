@@ -17,7 +17,7 @@ from typing import Any
 from agentledger.server._chain import ChainHasher, ChainRow, ChainRowTuple
 from agentledger.server._ingest import PreparedEvent
 
-__all__ = ["AppendOutcome", "EventPage", "KeyRecord", "LedgerStore", "WhyResult"]
+__all__ = ["AppendOutcome", "EventPage", "KeyRecord", "LedgerStore", "Lineage"]
 
 
 @dataclass(slots=True)
@@ -52,17 +52,23 @@ class EventPage:
 
 
 @dataclass(slots=True)
-class WhyResult:
-    """The causal chain of an event, root first, the asked event last.
+class Lineage:
+    """A causal DAG around one event.
 
-    ``chain`` holds wire-shaped events (dicts or ``orjson.Fragment``, see :class:`EventPage`);
-    ``anchor_agent`` is the asked event's agent.
+    ``events`` are wire-shaped (dicts or ``orjson.Fragment``), causes before effects; for
+    ``why`` the asked event is last, for ``impact`` it is left out. ``edges`` are
+    ``{"effect", "cause", "kind"}``; ``cut_at`` names events whose further edges were not
+    followed because a bound was reached.
     """
 
-    chain: list[Any]
-    anchor_agent: str = ""
+    events: list[Any]
+    edges: list[dict[str, str]]
+    anchor_agent: str
+    roots: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    cut_at: list[str] = field(default_factory=list)
     depth_truncated: bool = False
-    missing_parent: str | None = None
+    size_truncated: bool = False
     scoped_agent_limited: bool = False
 
 
@@ -104,18 +110,25 @@ class LedgerStore(abc.ABC):
 
     @abc.abstractmethod
     def append(
-        self, items: Sequence[PreparedEvent], *, keep_received_at: Sequence[str | None] = ()
+        self,
+        items: Sequence[PreparedEvent],
+        *,
+        keep_received_at: Sequence[str | None] = (),
+        reader_agent: str | None = None,
     ) -> list[AppendOutcome]:
         """Write items in order, one transaction, each either fully written or not at all.
 
         A client ``event_id`` or ``(agent, idempotency_key)`` seen before returns the stored
         event (``duplicate``) when the fingerprint matches, else a 409 outcome. A
-        ``parent_index`` names an earlier item; it must have succeeded.
+        ``parent_index`` names an earlier item; it must have succeeded. Causes (``parent_id``
+        and ``caused_by``) that would make an event its own ancestor are refused (422).
 
         Args:
             items: prepared events (see :func:`agentledger.server._ingest.prepare`).
             keep_received_at: per item, a ``received_at`` to store instead of the clock
                 (import keeps the original); empty means the clock for all.
+            reader_agent: the agent the writing key is bound to, if any: a cause stored
+                under another agent is refused (422), as the key could not read it.
         """
 
     # -- reads -------------------------------------------------------------------------------
@@ -142,16 +155,23 @@ class LedgerStore(abc.ABC):
         Events are wire-shaped dicts or ``orjson.Fragment`` (see :class:`EventPage`)."""
 
     @abc.abstractmethod
-    def why(self, event_id: str, *, depth: int, agent_scope: str | None) -> WhyResult | None:
-        """Ancestors of an event by one recursive query; ``None`` if the event is unknown.
+    def why(
+        self, event_id: str, *, depth: int, limit: int, agent_scope: str | None
+    ) -> Lineage | None:
+        """The causal ancestry of an event (``parent_id`` and ``caused_by`` edges) as a DAG,
+        root causes first, by one recursive query; ``None`` if the event is unknown.
 
-        ``depth`` is the number of ancestor hops to follow. With ``agent_scope`` the walk stops
-        at the first ancestor of another agent (``scoped_agent_limited``).
+        ``depth`` bounds the cause hops followed, ``limit`` the events returned. With
+        ``agent_scope`` only edges written by that agent's events are followed and causes under
+        another agent are reported as missing.
         """
 
     @abc.abstractmethod
-    def impact(self, event_id: str, *, limit: int, agent_scope: str | None) -> EventPage | None:
-        """Every descendant (recursive over ``parent_id``), oldest first; ``None`` if unknown."""
+    def impact(
+        self, event_id: str, *, depth: int, limit: int, agent_scope: str | None
+    ) -> Lineage | None:
+        """Every causal descendant as a DAG, causes first (the mirror of :meth:`why`);
+        ``None`` if the event is unknown."""
 
     @abc.abstractmethod
     def sessions(self, agent: str | None, *, limit: int) -> list[dict[str, Any]]:

@@ -222,7 +222,11 @@ class PostgresStore(SQLStore):
     # -- writes ------------------------------------------------------------------------------
 
     def append(
-        self, items: Sequence[PreparedEvent], *, keep_received_at: Sequence[str | None] = ()
+        self,
+        items: Sequence[PreparedEvent],
+        *,
+        keep_received_at: Sequence[str | None] = (),
+        reader_agent: str | None = None,
     ) -> list[AppendOutcome]:
         """See :meth:`LedgerStore.append`: one transaction holding the agents' advisory locks.
 
@@ -234,7 +238,7 @@ class PostgresStore(SQLStore):
             return []
         refused = _refuse_nul(items)
         if refused:
-            return self._append_around(items, keep_received_at, refused)
+            return self._append_around(items, keep_received_at, refused, reader_agent)
         keys = sorted({advisory_key(item.agent) for item in items})
         lock = text("SELECT pg_advisory_xact_lock(:k)")
         attempt = 0
@@ -243,7 +247,7 @@ class PostgresStore(SQLStore):
                 with self.engine.begin() as conn:
                     for key in keys:
                         conn.execute(lock, {"k": key})
-                    return self.append_on(conn, items, keep_received_at)
+                    return self.append_on(conn, items, keep_received_at, reader_agent)
             except Exception as error:  # SQLAlchemy-wrapped, or psycopg's own from COPY
                 attempt += 1
                 if attempt > _RETRIES or _sqlstate(error) not in _RETRY_STATES:
@@ -254,6 +258,7 @@ class PostgresStore(SQLStore):
         items: Sequence[PreparedEvent],
         keep_received_at: Sequence[str | None],
         refused: dict[int, AppendOutcome],
+        reader_agent: str | None,
     ) -> list[AppendOutcome]:
         """Append the items not in ``refused``; items naming a refused parent fail too."""
         kept: list[PreparedEvent] = []
@@ -282,7 +287,11 @@ class PostgresStore(SQLStore):
             position[index] = len(kept)
             kept.append(item)
             kept_received.append(keep_received_at[index] if index < len(keep_received_at) else None)
-        written = iter(self.append(kept, keep_received_at=kept_received) if kept else [])
+        written = iter(
+            self.append(kept, keep_received_at=kept_received, reader_agent=reader_agent)
+            if kept
+            else []
+        )
         return [refused[i] if i in refused else next(written) for i in range(len(items))]
 
 

@@ -125,6 +125,13 @@ class SQLiteStore(SQLStore):
         assert driver is not None
         driver.executemany(self._insert_sql, rows)
 
+    def insert_edges(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+        driver = conn.connection.driver_connection
+        assert driver is not None
+        driver.executemany(
+            "INSERT INTO event_causes (effect_id, cause_id, kind, agent) VALUES (?, ?, ?, ?)", rows
+        )
+
     def chain_rows(self, agent: str, *, after_seq: int = 0) -> Iterator[ChainRowTuple]:
         """Driver tuples straight from ``sqlite3`` (no Row objects: the verify hot path)."""
         with self.engine.connect() as conn:
