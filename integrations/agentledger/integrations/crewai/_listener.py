@@ -22,6 +22,14 @@ from crewai.events.event_bus import CrewAIEventsBus, is_replaying
 
 from agentledger.client import capture_internal_exceptions
 from agentledger.integrations._shared import InvalidOptionError, max_scopes_option
+from agentledger.integrations.crewai._causes import (
+    Links,
+    end_key,
+    end_links,
+    note_model_call,
+    read_links,
+    start_links,
+)
 from agentledger.integrations.crewai._events import RULES
 from agentledger.integrations.crewai._order import Sequencer
 from agentledger.integrations.crewai._scopes import Scope, ScopeTable
@@ -115,6 +123,7 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
             metadata=metadata,
             max_known=max_scopes,
             max_pending=max_scopes,
+            on_error=lambda: self._internal_error("crewai.log"),
         )
         self._target = Target(crew)
         self._max_chars = max_field_chars
@@ -127,6 +136,7 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
         self._internal_errors = 0
         self._late_usage = 0
         self._refused = 0
+        self._deferred: set[Scope] = set()  # scopes holding model-call starts
         self._registered: list[type[BaseEvent]] = []
         self._bus: CrewAIEventsBus | None = None
         super().__init__()  # calls setup_listeners(crewai_event_bus)
@@ -250,6 +260,8 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
         deadline = time.monotonic() + budget
         crewai_event_bus.flush(timeout=budget)
         self._sequencer.release()
+        with self._sequencer.lock:
+            self._release_deferred(None, all_now=True)
         self._writer.release_orphans()
         return self._ledger.flush(timeout_s=max(0.0, deadline - time.monotonic()))
 
@@ -335,10 +347,44 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
             rollup=Rollup() if rule.rollup else None,
             included=included,
             call_id=getattr(event, "call_id", None) if rule.kind == "llm" else None,
+            task_id=main.get("task_id") if rule.kind == "task" else None,
         )
         self._scopes.open(scope)
-        if included:
-            self._emit(outs, event, parent_key, None, key=event.event_id)
+        if not included:
+            return
+        if rule.kind == "llm" and parent is not None:
+            self._model_call(outs, event, parent_key, parent)
+            return
+        links = start_links(rule.kind, event, parent_key, parent)
+        self._emit(outs, event, links, None, key=event.event_id)
+
+    def _model_call(
+        self, outs: list[Out], event: BaseEvent, parent_key: str | None, parent: Scope
+    ) -> None:
+        """Write a model call's start once the tool uses running beside it have ended (their
+        results are what it reads); at once when none runs."""
+        previous = note_model_call(event, parent)
+
+        def emit() -> None:
+            links = read_links(parent_key, parent, previous)
+            self._emit(outs, event, links, None, key=event.event_id)
+
+        if parent.open_tools:
+            parent.deferred.append(emit)
+            self._deferred.add(parent)
+        else:
+            emit()
+
+    def _release_deferred(self, scope: Scope | None, *, all_now: bool = False) -> None:
+        """Write the model-call starts ``scope`` holds when no tool use runs in it (every
+        held one, in every scope, with ``all_now``)."""
+        scopes = list(self._deferred) if all_now else [scope] if scope is not None else []
+        for held in scopes:
+            if held in self._deferred and (all_now or not held.open_tools):
+                self._deferred.discard(held)
+                waiting, held.deferred = held.deferred, []
+                for emit in waiting:
+                    emit()
 
     def _handle_end(self, rule: Rule, source: Any, event: BaseEvent) -> None:
         call_id = getattr(event, "call_id", None) if rule.kind == "llm" else None
@@ -358,7 +404,10 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
         if scope is not None:
             self._finish_data(scope, main, event)
         parent_crewai = start_id or event.parent_event_id
-        self._emit(outs, event, parent_crewai, parent_crewai)
+        links = end_links(scope, parent_crewai)
+        self._emit(outs, event, links, parent_crewai, key=end_key(start_id) if start_id else None)
+        if scope is not None and scope.kind == "tool":
+            self._release_deferred(scope.parent)
 
     def _finish_data(self, scope: Scope, main: Out, event: BaseEvent) -> None:
         """Add what needs the start: duration, the start's tool name, usage roll-ups."""
@@ -385,25 +434,25 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
         if enclosing is None and not self._target.everything:
             return
         outs = rule.build(source, event, self._max_chars)
-        self._emit(outs, event, event.parent_event_id, event.parent_event_id)
+        self._emit(outs, event, Links(event.parent_event_id), event.parent_event_id)
 
     def _emit(
         self,
         outs: list[Out],
         event: BaseEvent,
-        parent_crewai_id: str | None,
+        links: Links,
         extra_parent_crewai_id: str | None,
         *,
         key: str | None = None,
     ) -> None:
-        """Write ``outs``: the main event (no suffix) under ``parent_crewai_id`` (and known to
-        children as ``key``); extra events under ``extra_parent_crewai_id`` (the scope's
-        start), else under the main event."""
+        """Write ``outs``: the main event (no suffix) with ``links`` (and known to children as
+        ``key``); extra events under ``extra_parent_crewai_id`` (the scope's start), else
+        under the main event."""
         for out in outs:
             if out.suffix:
-                parent, own_key = extra_parent_crewai_id or key, None
+                main_links, own_key = Links(extra_parent_crewai_id or key), None
             else:
-                parent, own_key = parent_crewai_id, key
+                main_links, own_key = links, key
             self._writer.write(
                 out.event,
                 out.data,
@@ -411,5 +460,7 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
                 key=own_key,
                 crewai_id=event.event_id,
                 suffix=out.suffix,
-                parent_key=parent,
+                parent_key=main_links.parent_key,
+                causes=main_links.causes,
+                scope_key=main_links.scope_key,
             )
