@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal
 
 from livekit.agents import get_job_context
@@ -81,6 +81,7 @@ class ObserverCore:
         # Ids chosen here let a tool call name the llm_end that asked for it before LiveKit
         # reports that request's end; a ledger without event_id= gets the llm_start instead.
         self._ids = accepts_keywords(ledger.log, "event_id")
+        self._links = accepts_keywords(ledger.log, "caused_by", "scope_id")
         self._requested_session_id = session_id
         self._session_id: str | None = session_id
         self._level: Level = level
@@ -102,6 +103,7 @@ class ObserverCore:
         self._last_response: str | None = None
         self._agent_step: str | None = None
         self._agent_name: str | None = None
+        self._handed_off = False  # the current agent step was started by a handoff
         self._last_outcome: str | None = None
         self._user_spoke_at = 0.0
         self._resumed_at = 0.0
@@ -121,10 +123,21 @@ class ObserverCore:
         at: float | None = None,
         *,
         event_id: str | None = None,
+        causes: Sequence[tuple[str | None, str]] = (),
+        scope: str | None = None,
     ) -> str:
+        """Log one event; ``causes`` are ``(event id, edge kind)`` (one naming ``parent``
+        labels the parent edge), ``scope`` the enclosing step (dropped when it is the parent).
+        """
         extra: dict[str, Any] = {}
         if event_id is not None and self._ids:
             extra["event_id"] = event_id
+        if self._links:
+            caused_by = [(cause, kind) for cause, kind in causes if cause is not None]
+            if caused_by:
+                extra["caused_by"] = caused_by
+            if scope is not None and scope != parent:
+                extra["scope_id"] = scope
         ref = self._ledger.log(
             event,
             data,
@@ -191,6 +204,7 @@ class ObserverCore:
         if speech.anchor is None:
             if self._pending_user is not None:
                 speech.anchor, self._pending_user = self._pending_user, None
+                speech.anchor_is_user = True
                 speech.boundary = max(speech.boundary, self._pending_user_at)
             else:
                 speech.anchor = self._agent_step or self._session_start
@@ -218,12 +232,28 @@ class ObserverCore:
             data["speech_id"] = speech.speech_id
         if self._agent_name is not None:
             data["agent"] = self._agent_name
-        start = self._log(v.LLM_START, data, parent, at)
+        start = self._log(
+            v.LLM_START, data, parent, at, causes=self._read(speech, parent), scope=self._agent_step
+        )
         if speech is not None:
             speech.open_start = start
             speech.open_end = str(uuid.uuid4()) if self._ids else None
             speech.open_calls = []
         return start
+
+    def _read(self, speech: Speech | None, parent: str | None) -> list[tuple[str | None, str]]:
+        """What a model request reads, new since the speech's previous one: the tool outcomes
+        (else the user message it answers), and the handoff that made its agent current."""
+        causes: list[tuple[str | None, str]] = []
+        if speech is not None:
+            inputs, speech.inputs = speech.inputs, []
+            if inputs:
+                causes = [(outcome, v.EDGE_READ) for outcome in inputs]
+            elif speech.anchor_is_user and parent == speech.anchor:
+                causes = [(parent, v.EDGE_READ)]
+        if self._handed_off:
+            causes.append((self._agent_step, v.EDGE_HANDOFF))
+        return causes
 
     def _requester(self, speech: Speech | None, start: str) -> str:
         """The event a tool call of ``speech``'s open request names as its cause: the

@@ -37,6 +37,9 @@ class Speech:
         pending: the request's ``LLMMetrics`` while ``llm_end`` waits for the reply text.
         last_step: the latest ``llm_end`` / ``tool_result`` / ``tool_error`` id.
         last_outcome: the latest ``tool_result`` / ``tool_error`` id (causes the next request).
+        inputs: the tool outcomes since the speech's last model request (what the next one
+            reads).
+        anchor_is_user: ``anchor`` is the user message the speech answers.
         boundary: epoch seconds after which the speech's next request started (estimate used
             for an ``llm_start`` opened by a tool call before LiveKit reported the request).
         interrupted_logged: an ``interrupted`` event was logged for this speech.
@@ -52,6 +55,8 @@ class Speech:
     pending: Any = None
     last_step: str | None = None
     last_outcome: str | None = None
+    inputs: list[str] = field(default_factory=list)
+    anchor_is_user: bool = False
     boundary: float = 0.0
     interrupted_logged: bool = False
 

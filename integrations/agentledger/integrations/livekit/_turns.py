@@ -72,10 +72,12 @@ class TurnHooks(ToolHooks):
         text = text_of(item)
         interrupted = bool(getattr(item, "interrupted", False))
         speech = self._owner(item_id) if self._rank >= 1 else None
+        produced: str | None = None
         if speech is not None:
             # A cut-off reply's text is what was spoken, not what the model produced.
-            self._flush_end(speech, text=None if interrupted else text)
+            produced = self._flush_end(speech, text=None if interrupted else text)
             parent = speech.last_step or speech.open_start or self._anchor(speech)
+            produced = produced or (speech.last_step if speech.last_step == parent else None)
         else:
             parent = self._last_user or self._agent_step or self._session_start
         data: dict[str, Any] = {"text": text, "interrupted": interrupted, "item_id": item_id}
@@ -87,7 +89,14 @@ class TurnHooks(ToolHooks):
             data["latency"] = latency
         if self._rank >= 2 and metrics:
             data["metrics"] = dict(metrics)
-        response = self._log(v.ASSISTANT_RESPONSE, data, parent, at)
+        response = self._log(
+            v.ASSISTANT_RESPONSE,
+            data,
+            parent,
+            at,
+            causes=[(produced, v.EDGE_PRODUCED)] if produced == parent else [],
+            scope=self._agent_step,
+        )
         self._last_response = response
         if speech is not None:
             speech.last_step = response
@@ -103,14 +112,24 @@ class TurnHooks(ToolHooks):
                 self._agent_step,
                 at,
             )
-        # The tool whose result handed off (function_tools_executed.has_agent_handoff).
+        # The tool whose result handed off (function_tools_executed.has_agent_handoff), else
+        # (the application switched agents) the last reply of the conversation.
         cause, self._handoff_cause = self._handoff_cause, None
+        if cause is None and old is not None:
+            cause = self._last_response
         data: dict[str, Any] = {"name": new, "kind": "agent", "inputs": {"handoff_from": old}}
         instructions = getattr(current_agent(self._session), "instructions", None)
         if isinstance(instructions, str):
             data["inputs"]["instructions"] = instructions
-        self._agent_step = self._log(v.STEP_START, data, cause or self._session_start, at)
+        self._agent_step = self._log(
+            v.STEP_START,
+            data,
+            cause or self._session_start,
+            at,
+            causes=[(cause, v.EDGE_HANDOFF)] if cause is not None and old is not None else [],
+        )
         self._agent_name = new
+        self._handed_off = old is not None
 
     def _on_transcribed(self, ev: Any) -> None:
         text = getattr(ev, "transcript", "")
