@@ -62,7 +62,7 @@ def track_copies() -> None:
             _remember(self, made)
         return made
 
-    Crew.copy = copy  # type: ignore[method-assign]
+    Crew.copy = copy  # type: ignore[method-assign, unused-ignore]
 
 
 def _lineage(crew_id: str) -> list[str]:
