@@ -1,8 +1,8 @@
 """Every way CrewAI runs an instrumented crew or flow is logged, or refused with a warning.
 
 CrewAI kicks a crew off synchronously, in a thread (``kickoff_async``), natively async
-(``akickoff``), once per input on copies of the crew (``kickoff_for_each`` and its async
-variants), and inside a flow's method. Each test runs one way against the real server and
+(``akickoff``), streaming, once per input on copies of the crew (``kickoff_for_each`` and its
+async variants), and inside a flow's method. Each test runs one way against the real server and
 reads the stored events back.
 """
 
@@ -76,6 +76,30 @@ def test_akickoff(ledger: Ledger, stored: ReadStored) -> None:
         asyncio.run(crew.akickoff(inputs=CITIES[0]))
     [root] = _assert_runs(stored(), listener, 1)
     assert root["data"]["crew_id"] == str(crew.id)
+
+
+def test_streaming_kickoff(ledger: Ledger, stored: ReadStored) -> None:
+    crew = weather_crew()
+    crew.stream = True
+    with instrument_crew(crew, ledger) as listener:
+        streaming = crew.kickoff(inputs=CITIES[0])
+        for _ in streaming:  # type: ignore[union-attr]
+            pass
+    _assert_runs(stored(), listener, 1)
+
+
+def test_streaming_for_each_async(ledger: Ledger, stored: ReadStored) -> None:
+    crew = weather_crew()
+    crew.stream = True
+
+    async def run() -> None:
+        streaming = await crew.kickoff_for_each_async(inputs=CITIES)
+        async for _ in streaming:  # type: ignore[union-attr]
+            pass
+
+    with instrument_crew(crew, ledger) as listener:
+        asyncio.run(run())
+    _assert_runs(stored(), listener, len(CITIES))
 
 
 def _for_each_way(crew: Crew, way: str) -> Any:
