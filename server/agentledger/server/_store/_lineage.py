@@ -2,12 +2,12 @@
 
 Both walk ``event_causes`` (the parent edge and every ``caused_by`` entry of each event) from
 one event: ``why`` from effects to causes over the primary key, ``impact`` from causes to
-effects over the cause index. The walk's rows are edges, and ``UNION`` keeps each edge once
-however many paths reach it, so the work is linear in the edges walked and a row budget
-(proportional to ``limit``) bounds it on any graph. The outer query groups the walk by event,
-joins each event's stored row once and aggregates the edges that reached it, all in the same
-statement. Hop counts (for ``depth``) are then taken breadth first over those edges; the edges
-found one hop past ``depth`` tell exactly where the answer was cut.
+effects over the cause index. The walk's rows are event ids and ``UNION`` keeps each once
+however many paths reach it, so the work is linear in what is walked, and it stops after
+``limit`` events (the walk is breadth first on both databases, so the nearest are kept). In the
+same statement each walked event is joined to its stored row once and to its own edges (one
+indexed lookup). Hop counts (for ``depth``) are then taken breadth first over those edges; an
+edge leading outside the answer tells exactly where it was cut.
 
 The result is ordered so that every cause comes before its effects (Kahn's algorithm; ties by
 time), each event once. For a key bound to one agent, the walk never follows an edge written by
@@ -31,10 +31,6 @@ __all__ = ["lineage"]
 
 Direction = Literal["why", "impact"]
 
-#: Walk rows allowed per event of the answer's ``limit`` (each event reached through several
-#: edges costs one row per edge); the walk stops at this budget on any graph.
-_ROWS_PER_EVENT: Final = 8
-
 _EVENT_COLUMNS: Final = ", ".join(f"events.{column.name}" for column in EVENT_COLS)
 _COL = {column.name: index for index, column in enumerate(EVENT_COLS)}
 _TS, _AGENT, _SEQ, _ID = _COL["timestamp"], _COL["agent"], _COL["sequence_no"], _COL["event_id"]
@@ -42,24 +38,22 @@ _TS, _AGENT, _SEQ, _ID = _COL["timestamp"], _COL["agent"], _COL["sequence_no"], 
 
 def _sql(direction: Direction, dialect: str, scoped: bool) -> str:
     near, far = ("effect_id", "cause_id") if direction == "why" else ("cause_id", "effect_id")
-    scope = " WHERE e.agent = :scope" if scoped else ""
-    kind_seed = "CAST('' AS VARCHAR(32))" if dialect == "postgresql" else "''"
+    scope = " AND e.agent = :scope" if scoped else ""
     walk = (
-        "WITH RECURSIVE walk(node, via, kind) AS ("
-        f"SELECT event_id, event_id, {kind_seed} FROM events WHERE event_id = :event_id "
-        f"UNION SELECT e.{far}, e.{near}, e.kind FROM walk w "
-        f"JOIN event_causes e ON e.{near} = w.node{scope}"
+        "WITH RECURSIVE walk(node) AS ("
+        "SELECT event_id FROM events WHERE event_id = :event_id "
+        f"UNION SELECT e.{far} FROM event_causes e JOIN walk w ON e.{near} = w.node{scope}"
     )
     if dialect == "postgresql":  # no LIMIT inside a recursive query; the scan stops at it
-        walk += "), capped AS (SELECT * FROM walk LIMIT :budget)"
-        links = "array_agg(via || ' ' || kind)"
+        walk += "), capped AS (SELECT node FROM walk LIMIT :budget)"
+        links = f"array_agg(e.{far} || ' ' || e.kind)"
     else:  # SQLite: a LIMIT on the recursive CTE ends the recursion
-        walk += " LIMIT :budget), capped AS (SELECT * FROM walk)"
-        links = "json_group_array(via || ' ' || kind)"
+        walk += " LIMIT :budget), capped AS (SELECT node FROM walk)"
+        links = f"json_group_array(e.{far} || ' ' || e.kind)"
     return (
-        f"{walk} SELECT n.node, n.links, n.reached, {_EVENT_COLUMNS} FROM ("
-        f"SELECT node, {links} AS links, count(*) AS reached "
-        "FROM capped GROUP BY node) n LEFT JOIN events ON events.event_id = n.node"
+        f"{walk} SELECT c.node, (SELECT {links} FROM event_causes e "
+        f"WHERE e.{near} = c.node{scope}) AS links, {_EVENT_COLUMNS} "
+        "FROM capped c LEFT JOIN events ON events.event_id = c.node"
     )
 
 
@@ -102,18 +96,16 @@ def _order(
 
 def _hops(event_id: str, links: dict[str, list[tuple[str, str]]], bound: int) -> dict[str, int]:
     """Fewest edges from ``event_id`` to each node (breadth first), up to ``bound``."""
-    forward: dict[str, list[str]] = {}
-    for node, reached_from in links.items():
-        for via, _ in reached_from:
-            forward.setdefault(via, []).append(node)
     hop = {event_id: 0}
     level = [event_id]
-    while level and hop[level[0]] < bound:
+    distance = 0
+    while level and distance < bound:
+        distance += 1
         following = []
         for node in level:
-            for far in forward.get(node, ()):
+            for far, _ in links.get(node, ()):
                 if far not in hop:
-                    hop[far] = hop[node] + 1
+                    hop[far] = distance
                     following.append(far)
         level = following
     return hop
@@ -130,56 +122,48 @@ def lineage(
 ) -> Lineage | None:
     """The causal ancestry (``why``) or descendants (``impact``) of ``event_id`` within
     ``depth`` hops and ``limit`` events; ``None`` when the event is not stored."""
-    budget = _ROWS_PER_EVENT * limit + 64
-    params: dict[str, Any] = {"event_id": event_id, "budget": budget}
+    cap = limit + (1 if direction == "impact" else 0)  # impact leaves the asked event out
+    params: dict[str, Any] = {"event_id": event_id, "budget": cap + 1}
     if agent_scope is not None:
         params["scope"] = agent_scope
     sql = _sql(direction, conn.dialect.name, agent_scope is not None)
     rows = {row[0]: row for row in conn.execute(text(sql), params)}
     anchor = rows.get(event_id)
-    if anchor is None or anchor[3 + _ID] is None:
+    if anchor is None or anchor[2 + _ID] is None:
         return None
+    # per walked node, its edges away from the asked event: (far end, kind)
     links = {node: _links(row[1]) for node, row in rows.items()}
     hop = _hops(event_id, links, depth + 1)
     stored = {
         node: row
         for node, row in rows.items()
-        if row[3 + _ID] is not None and (agent_scope is None or row[3 + _AGENT] == agent_scope)
+        if row[2 + _ID] is not None and (agent_scope is None or row[2 + _AGENT] == agent_scope)
     }
     within = [node for node in rows if hop.get(node, depth + 1) <= depth]
     kept = [node for node in within if node in stored]
     missing = sorted(node for node in within if node not in stored)
-    result = Lineage(events=[], edges=[], anchor_agent=str(anchor[3 + _AGENT]))
-    result.size_truncated = sum(int(row[2]) for row in rows.values()) >= budget
-    cap = limit + (1 if direction == "impact" else 0)  # impact leaves the asked event out
+    result = Lineage(events=[], edges=[], anchor_agent=str(anchor[2 + _AGENT]))
+    result.size_truncated = len(rows) > cap
     if len(kept) > cap:
-        kept.sort(key=lambda n: (hop[n], stored[n][3 + _TS], stored[n][3 + _SEQ]))
+        kept.sort(key=lambda n: (hop[n], stored[n][2 + _TS], stored[n][2 + _SEQ]))
         kept = kept[:cap]
         result.size_truncated = True
     keep = set(kept)
     reach = keep | set(missing)
     edges: set[tuple[str, str, str]] = set()
     cut: set[str] = set()
-    has_cause: set[str] = set()
-    for node, reached_from in links.items():
-        for via, kind in reached_from:
-            if via not in keep:
-                continue
-            effect, cause = (via, node) if direction == "why" else (node, via)
-            if node in reach:
-                edges.add((effect, cause, kind))
-                has_cause.add(effect)
+    for node in kept:
+        for far, kind in links.get(node, ()):
+            if far in reach:
+                edges.add((node, far, kind) if direction == "why" else (far, node, kind))
             else:
-                cut.add(via)
-    if result.size_truncated and kept:
-        frontier = max(hop[n] for n in kept)
-        cut.update(n for n in kept if hop[n] == frontier and n != event_id)
+                cut.add(node)
     result.depth_truncated = any(hop[n] == depth for n in cut)
-    key = {n: (stored[n][3 + _TS], stored[n][3 + _AGENT], stored[n][3 + _SEQ]) for n in kept}
+    key = {n: (stored[n][2 + _TS], stored[n][2 + _AGENT], stored[n][2 + _SEQ]) for n in kept}
     ordered = _order(kept, edges, key)
     if direction == "impact":
         ordered = [n for n in ordered if n != event_id]
-    result.events = [event_fragment(stored[n][3:]) for n in ordered]
+    result.events = [event_fragment(stored[n][2:]) for n in ordered]
     result.edges = [
         {"effect": effect, "cause": cause, "kind": kind}
         for effect, cause, kind in sorted(edges, key=lambda e: (e[0], e[1]))
@@ -187,6 +171,6 @@ def lineage(
     result.missing = missing
     result.cut_at = sorted(cut)
     if direction == "why":
-        result.roots = [n for n in ordered if n not in has_cause and n not in cut]
+        result.roots = [n for n in ordered if not links.get(n)]
     result.scoped_agent_limited = agent_scope is not None and bool(missing)
     return result
