@@ -293,8 +293,9 @@ class ShuffledListener(LedgerCrewListener):
         self.pool.submit(later)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 7])
 def test_out_of_order_delivery_stores_the_same_tree(
-    ledger_server: Any, agent_name: str, stored: ReadStored
+    ledger_server: Any, agent_name: str, stored: ReadStored, seed: int
 ) -> None:
     reordered: dict[bool, int] = {}
 
@@ -303,7 +304,7 @@ def test_out_of_order_delivery_stores_the_same_tree(
             url=ledger_server.url, api_key=ledger_server.api_key, agent=agent, spill_dir=None
         )
         crew = weather_crew(latency_s=0.05)
-        listener = ShuffledListener(client, seed=7) if shuffled else LedgerCrewListener(client)
+        listener = ShuffledListener(client, seed=seed) if shuffled else LedgerCrewListener(client)
         crew.kickoff(inputs={"city": "Paris"})
         crewai_event_bus.flush(timeout=10.0)
         if isinstance(listener, ShuffledListener):

@@ -28,13 +28,27 @@ start for its closing event. The writer resolves them to ledger ids once they ar
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentledger.integrations.crewai._scopes import Scope
 from agentledger.protocol import vocabulary as v
 
-__all__ = ["Links", "end_key", "end_links", "note_model_call", "read_links", "start_links"]
+__all__ = [
+    "Links",
+    "asked_for_tools",
+    "end_key",
+    "end_links",
+    "model_call_ready",
+    "note_model_call",
+    "read_links",
+    "start_links",
+]
+
+#: Kinds of scope whose end carries what produced the enclosing scope's output.
+PRODUCERS = frozenset({"agent", "task"})
 
 
 def end_key(start_crewai_id: str) -> str:
@@ -84,16 +98,51 @@ def _context_tasks(task: Any, crew: Scope | None) -> list[str]:
     return [start for _, start in crew.done]
 
 
+def _sequence(event: Any) -> int:
+    """CrewAI's emission order of ``event`` (events of one run are numbered as emitted)."""
+    value = getattr(event, "emission_sequence", None)
+    return value if isinstance(value, int) else sys.maxsize
+
+
+def _model_call_before(parent: Scope, sequence: int) -> str | None:
+    """The start id of the last model call of ``parent`` emitted before ``sequence``."""
+    earlier = [call for call in parent.llms if call[0] < sequence]
+    return max(earlier)[1] if earlier else None
+
+
+def asked_for_tools(data: Mapping[str, Any]) -> bool:
+    """Whether a model output (``llm_end`` data) asked for tools: native tool calls, or a
+    ReAct ``Action:`` line."""
+    if data.get("tool_calls"):
+        return True
+    text = data.get("text")
+    return isinstance(text, str) and (text.startswith("Action:") or "\nAction:" in text)
+
+
 def note_model_call(event: Any, parent: Scope) -> str | None:
     """Record a model call started inside ``parent``; returns the previous one's start id.
 
-    Its links (:func:`read_links`) are taken once the tool uses running in ``parent`` have
-    ended: their results are what it reads.
+    Its links (:func:`read_links`) are taken once :func:`model_call_ready` holds: the
+    previous call's output and the results of the tools it asked for are what it reads.
     """
-    previous, parent.last_llm = parent.last_llm, event.event_id
+    sequence = _sequence(event)
+    previous = _model_call_before(parent, sequence)
+    parent.llms.append((sequence, event.event_id))
+    parent.last_llm = event.event_id
     for scope in _up_to_agent(parent):
         scope.produced_by = end_key(event.event_id)
     return previous
+
+
+def model_call_ready(parent: Scope, previous: str | None) -> bool:
+    """Whether a model call after ``previous`` in ``parent`` can name what it read: no tool
+    use runs there, the previous call ended, and a tool it asked for has a result."""
+    if parent.open_tools:
+        return False
+    if previous is None:
+        return True
+    asked = parent.llm_ended.get(previous)
+    return asked is not None and (not asked or bool(parent.inputs))
 
 
 def read_links(parent_key: str | None, parent: Scope, previous: str | None) -> Links:
@@ -117,10 +166,13 @@ def start_links(kind: str, event: Any, parent_key: str | None, parent: Scope | N
     links = Links(parent_key)
     if parent is None:
         return links
+    if kind in PRODUCERS:
+        parent.open_children += 1
     if kind == "tool":
         parent.open_tools += 1
-        if parent.last_llm is not None:
-            links.parent_key = end_key(parent.last_llm)
+        requester = _model_call_before(parent, _sequence(event))
+        if requester is not None:
+            links.parent_key = end_key(requester)
             links.causes = [(links.parent_key, v.EDGE_REQUESTED)]
             links.scope_key = parent_key
     elif kind == "agent" and parent.kind == "tool" and parent_key is not None:
@@ -131,8 +183,9 @@ def start_links(kind: str, event: Any, parent_key: str | None, parent: Scope | N
     return links
 
 
-def end_links(scope: Scope | None, start_key: str | None) -> Links:
-    """Links of the event closing ``scope`` (updates the enclosing scope's state)."""
+def end_links(scope: Scope | None, start_key: str | None, *, asked: bool = False) -> Links:
+    """Links of the event closing ``scope`` (updates the enclosing scope's state); ``asked``:
+    a model call's output asked for tools."""
     links = Links(start_key)
     if scope is None:
         return links
@@ -142,7 +195,11 @@ def end_links(scope: Scope | None, start_key: str | None) -> Links:
     if parent is None:
         return links
     done = end_key(scope.crewai_id)
-    if scope.kind == "tool":
+    if scope.kind in PRODUCERS:
+        parent.open_children = max(0, parent.open_children - 1)
+    if scope.kind == "llm":
+        parent.llm_ended[scope.crewai_id] = asked
+    elif scope.kind == "tool":
         parent.inputs.append(done)
         parent.open_tools = max(0, parent.open_tools - 1)
     elif scope.kind == "agent" and parent.kind in ("task", "tool"):

@@ -24,8 +24,10 @@ from agentledger.client import capture_internal_exceptions
 from agentledger.integrations._shared import InvalidOptionError, max_scopes_option
 from agentledger.integrations.crewai._causes import (
     Links,
+    asked_for_tools,
     end_key,
     end_links,
+    model_call_ready,
     note_model_call,
     read_links,
     start_links,
@@ -36,6 +38,7 @@ from agentledger.integrations.crewai._scopes import Scope, ScopeTable
 from agentledger.integrations.crewai._targets import Target
 from agentledger.integrations.crewai._usage import Rollup
 from agentledger.integrations.crewai._values import Out, Role, Rule
+from agentledger.integrations.crewai._waits import Waits
 from agentledger.integrations.crewai._writer import LedgerWriter, SupportsLedger
 from agentledger.protocol import vocabulary as v
 
@@ -136,7 +139,7 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
         self._internal_errors = 0
         self._late_usage = 0
         self._refused = 0
-        self._deferred: set[Scope] = set()  # scopes holding model-call starts
+        self._waits = Waits()  # writes waiting for what they were computed from
         self._registered: list[type[BaseEvent]] = []
         self._bus: CrewAIEventsBus | None = None
         super().__init__()  # calls setup_listeners(crewai_event_bus)
@@ -261,7 +264,7 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
         crewai_event_bus.flush(timeout=budget)
         self._sequencer.release()
         with self._sequencer.lock:
-            self._release_deferred(None, all_now=True)
+            self._waits.release_all()
         self._writer.release_orphans()
         return self._ledger.flush(timeout_s=max(0.0, deadline - time.monotonic()))
 
@@ -361,30 +364,14 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
     def _model_call(
         self, outs: list[Out], event: BaseEvent, parent_key: str | None, parent: Scope
     ) -> None:
-        """Write a model call's start once the tool uses running beside it have ended (their
-        results are what it reads); at once when none runs."""
+        """Write a model call's start once what it read is known (:func:`model_call_ready`)."""
         previous = note_model_call(event, parent)
 
         def emit() -> None:
             links = read_links(parent_key, parent, previous)
             self._emit(outs, event, links, None, key=event.event_id)
 
-        if parent.open_tools:
-            parent.deferred.append(emit)
-            self._deferred.add(parent)
-        else:
-            emit()
-
-    def _release_deferred(self, scope: Scope | None, *, all_now: bool = False) -> None:
-        """Write the model-call starts ``scope`` holds when no tool use runs in it (every
-        held one, in every scope, with ``all_now``)."""
-        scopes = list(self._deferred) if all_now else [scope] if scope is not None else []
-        for held in scopes:
-            if held in self._deferred and (all_now or not held.open_tools):
-                self._deferred.discard(held)
-                waiting, held.deferred = held.deferred, []
-                for emit in waiting:
-                    emit()
+        self._waits.run_or_hold(parent, lambda: model_call_ready(parent, previous), emit)
 
     def _handle_end(self, rule: Rule, source: Any, event: BaseEvent) -> None:
         call_id = getattr(event, "call_id", None) if rule.kind == "llm" else None
@@ -404,10 +391,19 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
         if scope is not None:
             self._finish_data(scope, main, event)
         parent_crewai = start_id or event.parent_event_id
-        links = end_links(scope, parent_crewai)
-        self._emit(outs, event, links, parent_crewai, key=end_key(start_id) if start_id else None)
-        if scope is not None and scope.kind == "tool":
-            self._release_deferred(scope.parent)
+        asked = main.event == v.LLM_END and asked_for_tools(main.data)
+
+        def finish() -> None:
+            links = end_links(scope, parent_crewai, asked=asked)
+            key = end_key(start_id) if start_id else None
+            self._emit(outs, event, links, parent_crewai, key=key)
+            if scope is not None:
+                self._waits.pump(scope.parent)  # what waited for this end
+
+        if scope is None:
+            finish()
+        else:  # an end names what produced it: wait for the agent or task inside to end
+            self._waits.run_or_hold(scope, lambda: not scope.open_children, finish)
 
     def _finish_data(self, scope: Scope, main: Out, event: BaseEvent) -> None:
         """Add what needs the start: duration, the start's tool name, usage roll-ups."""

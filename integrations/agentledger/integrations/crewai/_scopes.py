@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from agentledger.integrations._shared import InvalidOptionError
@@ -46,7 +46,11 @@ class Scope:
         task_id: CrewAI's task id (task scopes).
         done: ``(task id, start id)`` of the tasks finished so far (crew scopes).
         open_tools: tool uses started directly inside this scope and not ended yet.
-        deferred: model-call starts waiting for those tool uses to end (what they read).
+        llms: ``(CrewAI emission sequence, start id)`` of the model calls started directly
+            inside this scope.
+        llm_ended: start id -> whether that model call's output asked for tools, once it
+            ended.
+        open_children: agent and task scopes started directly inside and not ended yet.
     """
 
     crewai_id: str
@@ -63,7 +67,9 @@ class Scope:
     task_id: str | None = None
     done: list[tuple[str, str]] = field(default_factory=list)
     open_tools: int = 0
-    deferred: list[Callable[[], None]] = field(default_factory=list)
+    llms: list[tuple[int, str]] = field(default_factory=list)
+    llm_ended: dict[str, bool] = field(default_factory=dict)
+    open_children: int = 0
 
     def ancestors(self) -> Iterator[Scope]:
         """This scope, then each enclosing one up to the root."""
