@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import inspect
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from agentledger.protocol import LedgerError
@@ -26,6 +26,7 @@ __all__ = [
     "TimedLedgerLike",
     "UnsupportedTargetError",
     "accepts_causes",
+    "accepts_keywords",
     "max_scopes_option",
     "missing_extra",
     "tool_names",
@@ -85,13 +86,7 @@ def accepts_causes(ledger: LedgerLike) -> bool:
     """Whether ``ledger.log`` takes ``caused_by`` and ``scope_id`` (a
     :class:`CausalLedgerLike`); a hand-written ledger with the older ``log`` gets parents only.
     """
-    try:
-        parameters = inspect.signature(ledger.log).parameters
-    except (TypeError, ValueError):
-        return False
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return True
-    return "caused_by" in parameters and "scope_id" in parameters
+    return accepts_keywords(ledger.log, "caused_by", "scope_id")
 
 
 class TimedLedgerLike(LedgerLike, Protocol):
@@ -198,3 +193,20 @@ def tool_names(tools: Any) -> list[str] | None:
         if isinstance(name, str):
             names.append(name)
     return names
+
+
+def accepts_keywords(log: Callable[..., Any], *names: str) -> bool:
+    """Whether a ``log`` callable takes every one of ``names`` as a keyword argument.
+
+    Integrations pass the newer ``log()`` arguments (``event_id=``, ``caused_by=``,
+    ``scope_id=``) only to a ledger that takes them, so an adapter with the older signature
+    keeps working (its events then lack those links).
+    """
+    try:
+        parameters = inspect.signature(log).parameters
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return True
+    by_keyword = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return all(name in parameters and parameters[name].kind in by_keyword for name in names)
