@@ -1,6 +1,8 @@
 """What each CrewAI event was computed from, read back through the server's why() and
 impact(): tool calls under the model output that asked for them, model calls under the tool
 results they read, a task under the earlier task outputs it was given, delegation.
+
+README, "Integrations" (CrewAI: a task names the earlier outputs it was given).
 """
 
 from __future__ import annotations

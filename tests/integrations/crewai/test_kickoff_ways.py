@@ -4,6 +4,8 @@ CrewAI kicks a crew off synchronously, in a thread (``kickoff_async``), natively
 (``akickoff``), streaming, once per input on copies of the crew (``kickoff_for_each`` and its
 async variants), and inside a flow's method. Each test runs one way against the real server and
 reads the stored events back.
+
+README, "Integrations" (CrewAI: whichever way a crew runs; other crews refused with a warning).
 """
 
 from __future__ import annotations

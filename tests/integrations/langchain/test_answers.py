@@ -1,5 +1,8 @@
 """Every way a run finishes yields exactly one ``assistant_response``, caused by the model output
-that produced it; tool artifacts and ``Command`` results are kept in the ``tool_result``."""
+that produced it; tool artifacts and ``Command`` results are kept in the ``tool_result``.
+
+README, "Integrations" (LangChain and LangGraph: one assistant_response per finished run).
+"""
 
 from __future__ import annotations
 

@@ -5,6 +5,8 @@ An answer's ``why()`` reaches the tool results it was computed from, the tool ca
 the model output that requested them and the user's message, without the steps that merely
 contained them; a tool result's ``impact()`` reaches the later model call and the answer; the
 user message's ``impact()`` is the whole run.
+
+README, "Integrations" (a model call names what it read as its causes) and the opening ("Cause, not containment").
 """
 
 from __future__ import annotations

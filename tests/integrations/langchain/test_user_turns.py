@@ -1,6 +1,9 @@
 """Every way a user's words reach a run yields one ``user_message`` with their text, the root
 cause of the run: graph state in every message form, chains, prompt values, the legacy
-``{"input": ...}``, and a chat model called on its own."""
+``{"input": ...}``, and a chat model called on its own.
+
+README, "Integrations" (LangChain and LangGraph: the user's turn in any input form).
+"""
 
 from __future__ import annotations
 

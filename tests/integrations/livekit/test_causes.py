@@ -1,6 +1,8 @@
 """What each LiveKit event was computed from, read back through the server's why() and
 impact(): the user's words, the model output that asked for a tool, the tool result the next
 request read, the handoff that made an agent current.
+
+README, "Integrations" (LiveKit: a causal graph per turn; the handoff causes the new agent's turn).
 """
 
 from __future__ import annotations
