@@ -6,7 +6,8 @@ the model output that requested them and the user's message, without the steps t
 contained them; a tool result's ``impact()`` reaches the later model call and the answer; the
 user message's ``impact()`` is the whole run.
 
-README, "Integrations" (a model call names what it read as its causes) and the opening ("Cause, not containment").
+README, "Integrations" (a model call names what it read as its causes) and the README's
+opening ("Cause, not containment").
 """
 
 from __future__ import annotations
