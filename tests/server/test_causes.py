@@ -326,3 +326,67 @@ async def test_a_bound_key_cannot_hang_events_under_another_agent(
         assert why["chain_length"] == 1 and why["scoped_agent_limited"]
     impact = (await app_client.get(f"/v1/events/{n['theirs']}/impact")).json()
     assert [e["event_id"] for e in impact["events"]] == [both["cross"]]
+
+
+async def test_writers_of_two_agents_at_once_cannot_close_a_cycle(
+    app_client: httpx.AsyncClient,
+) -> None:
+    """Each names the other's event before either is stored; whichever commits second must
+    see the first's edge (on PostgreSQL the per-agent locks alone do not order them)."""
+    import asyncio
+
+    for _ in range(12):
+        n = ids("a", "b")
+        first, second = await asyncio.gather(
+            app_client.post("/v1/events", json=ev("race-a", "x", n["a"], parent_id=n["b"])),
+            app_client.post(
+                "/v1/events",
+                json=ev("race-b", "x", n["b"], caused_by=[{"event_id": n["a"], "kind": "read"}]),
+            ),
+        )
+        codes = sorted([first.status_code, second.status_code])
+        assert codes == [201, 422], (first.text, second.text)
+        stored = n["a"] if first.status_code == 201 else n["b"]
+        why = (await app_client.get(f"/v1/events/{stored}/why")).json()
+        assert [e["event_id"] for e in why["chain"]] == [stored]
+        assert why["missing"] == [n["b"] if stored == n["a"] else n["a"]]
+
+
+async def test_an_unlabelled_entry_naming_the_parent_keeps_the_parent_edge_kind(
+    app_client: httpx.AsyncClient,
+) -> None:
+    n = ids("call", "result")
+    await write(
+        app_client,
+        [
+            ev("c11", "tool_call", n["call"]),
+            ev("c11", "tool_result", n["result"], parent_id=n["call"], caused_by=[n["call"]]),
+        ],
+    )
+    why = (await app_client.get(f"/v1/events/{n['result']}/why")).json()
+    assert why["edges"] == [{"effect": n["result"], "cause": n["call"], "kind": "closes"}]
+    stored = (await app_client.get(f"/v1/events/{n['result']}")).json()
+    assert "caused_by" not in stored  # the entry added nothing
+
+
+async def test_many_referenced_items_on_one_long_ancestry(app_client: httpx.AsyncClient) -> None:
+    """Events named as causes before they exist, then written in one batch on top of a long
+    chain: each is checked against the chain's ancestry (read once for the batch), and the one
+    that would close a loop is refused alone."""
+    loop_id = str(uuid.uuid4())
+    chain = [str(uuid.uuid4()) for _ in range(600)]
+    items = [ev("c12", "x", chain[0], caused_by=[loop_id])]
+    items += [ev("c12", "x", chain[i], parent_id=chain[i - 1]) for i in range(1, len(chain))]
+    for start in range(0, len(items), 300):
+        await write(app_client, items[start : start + 300])
+    late = [str(uuid.uuid4()) for _ in range(40)]
+    await write(app_client, [ev("c12", "y", str(uuid.uuid4()), caused_by=late[:30])])
+    await write(app_client, [ev("c12", "y", str(uuid.uuid4()), caused_by=late[30:])])
+    results = await write(
+        app_client,
+        [ev("c12", "late", late_id, parent_id=chain[-1]) for late_id in late]
+        + [ev("c12", "loop", loop_id, parent_id=chain[-1])],
+    )
+    assert all(r["ok"] for r in results[:-1])
+    assert not results[-1]["ok"] and "cycle" in results[-1]["error"]
+    assert "parent_id" in results[-1]["error"]

@@ -14,10 +14,10 @@ from agentledger.server._canonical import canonical
 from agentledger.server._causes import record_edges
 from agentledger.server._chain import ChainHasher
 from agentledger.server._ingest import PreparedEvent, now_ts
-from agentledger.server._store._cycles import closing_cause
+from agentledger.server._store._cycles import CycleCheck, referenced_ids
 from agentledger.server._store._rows import IN_CHUNK
 from agentledger.server._store.base import AppendOutcome
-from agentledger.server._tables import agents, event_causes, events
+from agentledger.server._tables import agents, events
 
 __all__ = ["InsertRows", "append_in", "lookup_existing"]
 
@@ -26,10 +26,9 @@ InsertRows = Callable[[Connection, list[tuple[Any, ...]]], None]
 
 
 def lookup_existing(
-    conn: Connection, items: Sequence[PreparedEvent], referenced: set[str]
+    conn: Connection, items: Sequence[PreparedEvent]
 ) -> tuple[dict[str, tuple[str | None, AppendOutcome]], dict[tuple[str, str], Any]]:
-    """Stored events with the ids or idempotency keys of ``items``; adds to ``referenced`` those
-    ids a stored event names as a cause (one indexed query on the edges per chunk)."""
+    """Stored events with the ids or idempotency keys of ``items``."""
     cols = (
         events.c.event_id,
         events.c.agent,
@@ -65,8 +64,6 @@ def lookup_existing(
         for found in conn.execute(select(*cols).where(events.c.event_id.in_(chunk))):
             if found[0] in wanted:
                 remember(found)
-        named = select(event_causes.c.cause_id).where(event_causes.c.cause_id.in_(chunk))
-        referenced.update(row[0] for row in conn.execute(named))
     keys = sorted({(it.agent, it.idempotency_key) for it in items if it.idempotency_key})
     for start in range(0, len(keys), IN_CHUNK):
         chunk_keys = keys[start : start + IN_CHUNK]
@@ -95,15 +92,29 @@ def _unreadable_causes(
     return found
 
 
+def _unstored_causes(conn: Connection, items: Sequence[PreparedEvent]) -> bool:
+    """Whether an item names a cause that is neither in this batch nor stored (an edge a later
+    event could close into a cycle)."""
+    batch = {it.event_id for it in items if it.event_id is not None}
+    named = sorted(
+        {c for it in items for c in (it.parent_id, *(c for c, _ in it.caused_by)) if c} - batch
+    )
+    for start in range(0, len(named), IN_CHUNK):
+        chunk = named[start : start + IN_CHUNK]
+        stored = select(events.c.event_id).where(events.c.event_id.in_(chunk))
+        if len({row[0] for row in conn.execute(stored)}) < len(chunk):
+            return True
+    return False
+
+
 def _cause_refusal(
-    conn: Connection,
     event_id: str,
     parent_id: str | None,
     caused_by: Sequence[tuple[str, str | None]],
-    checks: tuple[set[str], set[str], dict[str, list[str]]],
+    checks: tuple[set[str], set[str], CycleCheck],
 ) -> str | None:
     """Why this event cannot have these causes (naming the field), or ``None`` when it can."""
-    referenced, unreadable, pending = checks
+    referenced, unreadable, cycles = checks
     if parent_id == event_id:
         return "parent_id: an event cannot be its own parent"
     if any(cause == event_id for cause, _ in caused_by):
@@ -115,7 +126,7 @@ def _cause_refusal(
         causes = [c for c, _ in caused_by if c != parent_id]
         if parent_id is not None:
             causes.insert(0, parent_id)
-        closing = closing_cause(conn, event_id, causes, pending)
+        closing = cycles.closing_cause(event_id, causes)
         if closing is not None:
             field = "parent_id" if closing == parent_id else "caused_by"
             return (
@@ -128,9 +139,10 @@ def _edges(
     event_id: str, item: PreparedEvent, parent_id: str | None
 ) -> tuple[list[tuple[str, str, str, str]], list[dict[str, str]] | None]:
     """The edge rows of one event and its record's ``caused_by`` (``None`` when empty)."""
+    causes = [(c, label) for c, label in item.caused_by if c != parent_id or label]
     record = (
-        [{"event_id": cause, "kind": label or EDGE_CAUSE} for cause, label in item.caused_by]
-        if item.caused_by
+        [{"event_id": cause, "kind": label or EDGE_CAUSE} for cause, label in causes]
+        if causes
         else None
     )
     rows = [
@@ -149,13 +161,27 @@ def append_in(
     insert_events: InsertRows,
     insert_edges: InsertRows,
     reader_agent: str | None = None,
+    lineage_lock: Callable[[Connection], None] | None = None,
 ) -> list[AppendOutcome]:
     """Write ``items`` on ``conn`` (a write transaction that excludes other writers of the
-    same agents); see :meth:`~agentledger.server._store.base.LedgerStore.append`."""
+    same agents); see :meth:`~agentledger.server._store.base.LedgerStore.append`.
+
+    ``lineage_lock`` is for a store whose writers of different agents run at the same time
+    (PostgreSQL): it takes a lock that every append which could close a cycle across agents
+    holds (one naming a cause not stored yet, or writing an event a stored edge names), so two
+    such appends see each other's edges. A store with one writer passes ``None``.
+    """
     received = now_ts()
+    by_id, by_key = lookup_existing(conn, items)
+    new_ids = [it.event_id for it in items if it.event_id is not None and it.event_id not in by_id]
+    # whether a cause is not stored yet is asked BEFORE which new ids stored edges name: a
+    # concurrent writer that commits between the two queries is then seen by one of them
+    unstored = lineage_lock is not None and _unstored_causes(conn, items)
     # ids a stored event already names as a cause: only these can close a cycle
-    referenced: set[str] = set()
-    by_id, by_key = lookup_existing(conn, items, referenced)
+    referenced = referenced_ids(conn, new_ids)
+    if lineage_lock is not None and (unstored or referenced):
+        lineage_lock(conn)
+        referenced = referenced_ids(conn, new_ids)  # edges committed while we waited
     unreadable = _unreadable_causes(conn, items, reader_agent)
     names = sorted({it.agent for it in items})
     heads: dict[str, list[Any]] = {}
@@ -176,7 +202,7 @@ def append_in(
     rows: list[tuple[Any, ...]] = []
     edge_rows: list[tuple[str, str, str, str]] = []
     pending: dict[str, list[str]] = {}
-    checks = (referenced, unreadable, pending)
+    checks = (referenced, unreadable, CycleCheck(conn, pending))
     for index, item in enumerate(items):
         parent_id = item.parent_id
         if item.parent_index is not None:
@@ -236,7 +262,7 @@ def append_in(
                 )
             continue
         event_id = item.event_id or str(uuid_utils.uuid7())
-        refusal = _cause_refusal(conn, event_id, parent_id, item.caused_by, checks)
+        refusal = _cause_refusal(event_id, parent_id, item.caused_by, checks)
         if refusal is not None:
             outcomes.append(AppendOutcome(ok=False, status=422, error=refusal))
             continue

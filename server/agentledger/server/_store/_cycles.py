@@ -2,66 +2,94 @@
 
 An event may name causes that are not stored yet (events of several agents arrive in any
 order), so a cycle can only close when an event is written whose id some earlier event already
-names as a cause. The append finds those ids with one indexed query per batch; only for them
-is the ancestry of the new causes walked (:func:`closing_cause`), through the items pending in
-this batch and the stored edges (one recursive query per stored stretch).
+names as a cause. The append finds those ids with one indexed query per batch
+(:func:`referenced_ids`); only for them is the ancestry of the new causes walked
+(:class:`CycleCheck`), through the items pending in this batch and the stored edges. The
+stored ancestry of each event is read once per batch (one recursive query) and kept as a set,
+so a batch of many such items costs one walk per distinct cause, not one per item.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, select, text
 
+from agentledger.server._store._rows import IN_CHUNK
 from agentledger.server._tables import event_causes
 
-__all__ = ["closing_cause"]
+__all__ = ["CycleCheck", "referenced_ids"]
+
+#: The stored ancestry of one event: every cause reachable from it over stored edges. On
+#: PostgreSQL each step is a fenced LATERAL index lookup (a plain join was planned as a hash
+#: join over the whole edge table at every step: quadratic on a long chain).
+_ANCESTRY = {
+    "postgresql": (
+        'WITH RECURSIVE anc(id) AS (SELECT CAST(:start AS varchar) COLLATE "C" '
+        "UNION SELECT x.cause_id FROM anc, LATERAL (SELECT e.cause_id FROM event_causes e "
+        "WHERE e.effect_id = anc.id OFFSET 0) x) SELECT id FROM anc"
+    ),
+    "sqlite": (
+        "WITH RECURSIVE anc(id) AS (SELECT :start UNION SELECT e.cause_id FROM event_causes e "
+        "JOIN anc ON e.effect_id = anc.id) SELECT id FROM anc"
+    ),
+}
 
 
-def _stored_ancestry(conn: Connection, start: str) -> list[tuple[str, str]]:
-    """``(effect_id, cause_id)`` of every stored edge above ``start``. ``UNION`` (not ``ALL``)
-    ends the walk on a loop already in the table, so the query terminates on any data."""
-    seed = select(event_causes.c.effect_id, event_causes.c.cause_id).where(
-        event_causes.c.effect_id == start
-    )
-    anc = seed.cte("ancestry", recursive=True)
-    edge = event_causes.alias("e")
-    anc = anc.union(
-        select(edge.c.effect_id, edge.c.cause_id).where(edge.c.effect_id == anc.c.cause_id)
-    )
-    return [(row[0], row[1]) for row in conn.execute(select(anc.c.effect_id, anc.c.cause_id))]
+def referenced_ids(conn: Connection, ids: Sequence[str]) -> set[str]:
+    """Those of ``ids`` that a stored edge names as a cause (indexed, chunked)."""
+    found: set[str] = set()
+    for start in range(0, len(ids), IN_CHUNK):
+        chunk = list(ids[start : start + IN_CHUNK])
+        query = select(event_causes.c.cause_id).where(event_causes.c.cause_id.in_(chunk))
+        found.update(row[0] for row in conn.execute(query))
+    return found
 
 
-def closing_cause(
-    conn: Connection,
-    event_id: str,
-    causes: Iterable[str],
-    pending: Mapping[str, Sequence[str]],
-) -> str | None:
-    """The first of ``causes`` that descends from ``event_id`` (the edge would make the event
-    its own ancestor), or ``None``.
+class CycleCheck:
+    """Whether a new event's causes would make it its own ancestor, for one batch.
 
-    ``pending`` maps the events accepted earlier in this batch (not inserted yet) to their
-    causes. Each event is visited once over all causes, so the walk is linear in the size of
-    the ancestry.
+    Args:
+        conn: the write transaction (stored edges do not change under it).
+        pending: the events accepted earlier in this batch (not inserted yet) and their
+            causes; the caller adds each accepted event.
     """
-    seen: set[str] = set()
-    for cause in causes:
-        frontier = [cause]
-        while frontier:
-            current = frontier.pop()
-            if current == event_id:
-                return cause
-            if current in seen:
-                continue
-            seen.add(current)
-            if current in pending:
-                frontier.extend(pending[current])
-                continue
-            for effect, above in _stored_ancestry(conn, current):
-                seen.add(effect)
-                if above == event_id:
+
+    def __init__(self, conn: Connection, pending: Mapping[str, Sequence[str]]) -> None:
+        self._conn = conn
+        self._pending = pending
+        self._ancestry: dict[str, frozenset[str]] = {}
+        self._sql = text(_ANCESTRY.get(conn.dialect.name, _ANCESTRY["sqlite"]))
+
+    def _stored_ancestors(self, start: str) -> frozenset[str]:
+        """``start`` and every event reachable from it over stored edges (``UNION`` ends
+        the walk on a loop already in the table, so it terminates on any data)."""
+        found = self._ancestry.get(start)
+        if found is None:
+            rows = self._conn.execute(self._sql, {"start": start})
+            found = frozenset(row[0] for row in rows)
+            self._ancestry[start] = found
+        return found
+
+    def closing_cause(self, event_id: str, causes: Iterable[str]) -> str | None:
+        """The first of ``causes`` that descends from ``event_id``, or ``None``."""
+        pending = self._pending
+        for cause in causes:
+            frontier = [cause]
+            seen: set[str] = set()
+            while frontier:
+                current = frontier.pop()
+                if current == event_id:
                     return cause
-                if above in pending and above not in seen:
-                    frontier.append(above)  # a stored event names a pending one as cause
-    return None
+                if current in seen:
+                    continue
+                seen.add(current)
+                if current in pending:
+                    frontier.extend(pending[current])
+                    continue
+                ancestors = self._stored_ancestors(current)
+                if event_id in ancestors:
+                    return cause
+                # a stored event may name an event of this batch as its cause
+                frontier.extend(a for a in ancestors if a in pending and a not in seen)
+        return None

@@ -183,14 +183,17 @@ def lineage(
         kept = kept[:cap]
         result.size_truncated = True
     keep = set(kept)
-    reach = keep | set(missing)
+    # why: a cause that is not stored is part of the answer (``missing``); impact: an edge
+    # whose effect is not a stored event is no effect at all (only tampering writes one)
+    reach = keep | set(missing) if direction == "why" else keep
+    phantom = {n for n in rows if rows[n][2 + _ID] is None} if direction == "impact" else set()
     edges: set[tuple[str, str, str]] = set()
     cut: set[str] = set()
     for node in kept:
         for far, kind in links.get(node, ()):
             if far in reach:
                 edges.add((node, far, kind) if direction == "why" else (far, node, kind))
-            else:
+            elif far not in phantom:
                 cut.add(node)
     result.depth_truncated = any(hop[n] == depth for n in cut)
     key = {n: (stored[n][2 + _TS], stored[n][2 + _AGENT], stored[n][2 + _SEQ]) for n in kept}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -88,6 +88,11 @@ class SQLStore(LedgerStore):
             [{"effect_id": r[0], "cause_id": r[1], "kind": r[2], "agent": r[3]} for r in rows],
         )
 
+    #: Taken by an append that could close a cycle across agents, when writers of different
+    #: agents run at the same time (see :func:`._append.append_in`); ``None`` for a store
+    #: with one writer.
+    lineage_lock: Callable[[Connection], None] | None = None
+
     def writer_busy(self) -> bool:
         """Whether a write transaction of this process runs right now (background work such as
         the full-text indexer then gives way). The default: never known to be busy."""
@@ -141,6 +146,7 @@ class SQLStore(LedgerStore):
             insert_events=self.insert_events,
             insert_edges=self.insert_edges,
             reader_agent=reader_agent,
+            lineage_lock=self.lineage_lock,
         )
 
     # -- reads -------------------------------------------------------------------------------

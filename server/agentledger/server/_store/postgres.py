@@ -32,6 +32,10 @@ __all__ = ["PostgresStore", "StoreStartupError", "advisory_key", "postgres_url"]
 
 #: Retries of an append transaction after a unique violation on ``event_id`` (a race between
 #: agents on one client id) or a deadlock; the retried look-up finds the winner's row.
+#: The advisory lock key of :meth:`PostgresStore.lineage_lock`. It is taken after the agents'
+#: keys, so even equal to one of them it can only order two writers, never deadlock them.
+_LINEAGE_LOCK = 0x6167656E746C6564  # 'agentled'
+
 _RETRIES = 3
 #: Advisory lock serializing migrations of concurrently starting processes.
 _MIGRATION_LOCK = 0x616C_6D69_6772  # "almigr"
@@ -223,6 +227,12 @@ class PostgresStore(SQLStore):
                     copy.write_row(row)
 
     # -- writes ------------------------------------------------------------------------------
+
+    @staticmethod
+    def lineage_lock(conn: Connection) -> None:
+        """One transaction-scoped advisory lock for every append that could close a cycle
+        across agents (the per-agent locks do not order writers of different agents)."""
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LINEAGE_LOCK})
 
     def append(
         self,
