@@ -43,8 +43,11 @@ def test_demo_runs_offline_with_its_embedded_server(tmp_path: Path) -> None:
     for tool in ("lookup_order", "verify_duplicate_charge", "issue_refund"):
         assert f"tool_call {tool}(" in out
     assert "assistant_response" in out
-    assert "└ read tool_result issue_refund" in out  # the why tree reaches the tools
-    assert "└ read tool_result lookup_order" in out
+    answer = re.search(r"why\(([0-9a-f-]{36})\)", out)
+    assert answer is not None, out
+    tree = out.split(answer.group(0), 1)[1].split("hash chain", 1)[0]
+    assert re.search(rf"^{answer.group(1)} assistant_response ", tree, re.MULTILINE), tree
+    assert "[produced] " in tree or "[cause] " in tree, tree  # the answer's cause, labelled
     assert "hash chain of 'support-demo' intact" in out
     assert str(db) in out
     assert db.exists() and db.stat().st_size > 0
@@ -68,6 +71,22 @@ def test_demo_against_a_running_server(ledger_server: Any, agent_name: str, tmp_
     )
     (answer,) = response.json()
     assert "refunded the duplicate charge" in answer["data"]["text"]
+    # The printed tree is the server's why() of the answer: every cause by its id, every edge
+    # by its kind, and the tool results under a model call's "read" edges whenever the
+    # integration logged them (the demo follows no edges of its own).
+    why = httpx.get(
+        f"{ledger_server.url}/v1/events/{answer['event_id']}/why",
+        headers=ledger_server.headers(),
+    ).json()
+    tree = done.stdout.split(f"why({answer['event_id']})", 1)[1].split("hash chain", 1)[0]
+    for event in why["chain"]:
+        assert event["event_id"] in tree, (event, tree)
+    for edge in why["edges"]:
+        assert f"[{edge['kind']}] " in tree, (edge, tree)
+    read = {e["cause"] for e in why["edges"] if e["kind"] == "read"}
+    for event in why["chain"]:
+        if event["event_id"] in read and event["event"] == "tool_result":
+            assert f"[read] {event['event_id']} tool_result {event['data']['tool']}" in tree
 
 
 def test_demo_asks_for_langchain_openai_when_a_real_model_is_wanted(tmp_path: Path) -> None:
