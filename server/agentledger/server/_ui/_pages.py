@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import jinja2
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from agentledger.protocol import limits
 from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_SESSION_CHARS
 from agentledger.server._routes.health import server_version
 from agentledger.server._schemas import AGENT_PATTERN
 from agentledger.server._ui._api import ApiError, LedgerAPI
 from agentledger.server._ui._charts import baseline_charts, report_metrics, report_scalars
+from agentledger.server._ui._graph import GRAPH_NODES, lineage_graph
 from agentledger.server._ui._present import (
     EventView,
     flatten_tree,
@@ -47,9 +49,6 @@ MAX_PER_PAGE = 1000
 MAX_SESSION_EVENTS = 100_000
 #: Causal-tree lines drawn on a session or event page.
 TREE_LINES = 1000
-#: ``why`` depth asked by the event page, and ``impact`` events read.
-WHY_DEPTH = 1000
-IMPACT_LIMIT = 2000
 #: Agents with more events than this are verified on request only (verify runs ~100k/s).
 AUTO_VERIFY_EVENTS = 200_000
 #: Smallest recent window the agent page picks by itself for the baseline comparison.
@@ -271,21 +270,23 @@ async def session_page(
 # -- event -----------------------------------------------------------------------------------
 
 
+Depth = Annotated[int, Query(ge=0, le=limits.LINEAGE_DEPTH_MAX)]
+Limit = Annotated[int, Query(ge=1, le=limits.LINEAGE_LIMIT_MAX)]
+
+
 @router.get("/events/{event_id}", response_class=HTMLResponse)
-async def event_page(
-    request: Request,
-    event_id: Annotated[str, Path(max_length=64)],
-    depth: Annotated[int, Query(ge=1, le=10_000)] = WHY_DEPTH,
-) -> Response:
-    """``why()``: the chain from the root to the event; ``impact()``: what descended from it."""
+async def event_page(request: Request, event_id: Annotated[str, Path(max_length=64)]) -> Response:
+    """The event, the graph of its causes (``why()``) and of its effects (``impact()``) with
+    the API's default bounds, and its full record."""
 
     async def build(api: LedgerAPI, viewer: Viewer) -> Response:
         event = await api.event(event_id)
-        why = await api.why(event_id, depth=depth)
-        impact = await api.impact(event_id, limit=IMPACT_LIMIT)
-        chain_views = view_events(why.get("chain", []))
-        impact_views = view_events(impact.get("events", []))
-        tree, tree_total = flatten_tree(impact_views, root_id=event_id, limit=TREE_LINES)
+        why = await api.why(
+            event_id, depth=limits.WHY_DEPTH_DEFAULT, limit=limits.LINEAGE_LIMIT_DEFAULT
+        )
+        impact = await api.impact(
+            event_id, depth=limits.IMPACT_DEPTH_DEFAULT, limit=limits.LINEAGE_LIMIT_DEFAULT
+        )
         (me,) = view_events([event])
         return render(
             request,
@@ -293,12 +294,60 @@ async def event_page(
             viewer=viewer,
             ev=me,
             why=why,
-            chain=chain_views,
             impact=impact,
-            tree=tree,
-            tree_total=tree_total,
-            event_link=lambda view: f"/ui/events/{url_segment(view.event_id)}",
+            why_graph=lineage_graph(why, direction="why", asked_event=event),
+            impact_graph=lineage_graph(impact, direction="impact", asked_event=event),
+            graph_nodes=GRAPH_NODES,
+            depth_max=limits.LINEAGE_DEPTH_MAX,
+        )
+
+    return await _page(request, build)
+
+
+@router.get("/events/{event_id}/why", response_class=HTMLResponse)
+async def why_page(
+    request: Request,
+    event_id: Annotated[str, Path(max_length=64)],
+    depth: Depth = limits.WHY_DEPTH_DEFAULT,
+    limit: Limit = limits.LINEAGE_LIMIT_DEFAULT,
+) -> Response:
+    """The graph of the event's causes: root causes at the top, the event at the bottom."""
+    return await _lineage_page(request, event_id, "why", depth, limit)
+
+
+@router.get("/events/{event_id}/impact", response_class=HTMLResponse)
+async def impact_page(
+    request: Request,
+    event_id: Annotated[str, Path(max_length=64)],
+    depth: Depth = limits.IMPACT_DEPTH_DEFAULT,
+    limit: Limit = limits.LINEAGE_LIMIT_DEFAULT,
+) -> Response:
+    """The graph of the event's effects: the event at the top, what was computed from it
+    below."""
+    return await _lineage_page(request, event_id, "impact", depth, limit)
+
+
+async def _lineage_page(
+    request: Request, event_id: str, direction: Literal["why", "impact"], depth: int, limit: int
+) -> Response:
+    async def build(api: LedgerAPI, viewer: Viewer) -> Response:
+        event = await api.event(event_id)
+        read = api.why if direction == "why" else api.impact
+        answer = await read(event_id, depth=depth, limit=limit)
+        (me,) = view_events([event])
+        return render(
+            request,
+            "lineage.html",
+            viewer=viewer,
+            ev=me,
+            direction=direction,
+            answer=answer,
+            graph=lineage_graph(answer, direction=direction, asked_event=event),
+            graph_nodes=GRAPH_NODES,
             depth=depth,
+            limit=limit,
+            depth_max=limits.LINEAGE_DEPTH_MAX,
+            limit_max=limits.LINEAGE_LIMIT_MAX,
         )
 
     return await _page(request, build)
