@@ -1,6 +1,7 @@
 """``agentledger why`` and ``agentledger impact`` against a real server: the causal DAG as a
 tree a person can follow (ids, edge kinds, events reached twice, missing causes, cut points),
-the API's own bounds by default, and ``--json`` as the API answered."""
+the API's own bounds by default, and ``--json`` as the API answered (``docs/pages/client.md``,
+the ``agentledger why``/``impact`` item)."""
 
 from __future__ import annotations
 

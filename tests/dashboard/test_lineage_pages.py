@@ -1,6 +1,7 @@
 """The why and impact pages: the causal DAG of a run logged with causes, drawn as an SVG graph
 (causes above effects, edges labelled with their kind, the asked event highlighted, missing
-causes and cut points marked), over plain HTTP on both stores and in headless Chromium."""
+causes and cut points marked), over plain HTTP on both stores and in headless Chromium
+(``docs/pages/dashboard.md``, the Why and Impact item)."""
 
 from __future__ import annotations
 

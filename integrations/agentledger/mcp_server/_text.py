@@ -1,4 +1,4 @@
-"""The text and JSON forms of the MCP tools' answers (events, causal graphs, client errors)."""
+"""The text and JSON forms of the MCP tools' answers (events, trees, client errors)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from typing import Annotated, Any, Final
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from agentledger.client import APIStatusError, Edge, Event, ImpactResult, WhyResult
+from agentledger.client import APIStatusError, Event
 from agentledger.protocol.limits import AGENT_PATTERN
-from agentledger.timeline import describe, lineage_lines, lineage_notes, lineage_title
 
 __all__ = [
     "MAX_STRING_CHARS",
@@ -19,9 +18,7 @@ __all__ = [
     "SessionId",
     "answer",
     "detail",
-    "edges_json",
     "event_json",
-    "lineage_text",
     "trim",
 ]
 
@@ -76,22 +73,6 @@ def event_json(event: Event) -> dict[str, Any]:
         "sequence_no": event.sequence_no,
         "data": trim(event.data),
     }
-
-
-def edges_json(edges: list[Edge]) -> list[dict[str, str]]:
-    """A lineage answer's edges for ``structuredContent``: ``effect`` was computed from
-    ``cause``; ``kind`` says how."""
-    return [{"effect": e.effect, "cause": e.cause, "kind": e.kind} for e in edges]
-
-
-def lineage_text(result: WhyResult | ImpactResult, asked: Event | None = None) -> str:
-    """A ``why``/``impact`` answer as text: a title, the tree of causes (or effects) with ids
-    and edge kinds (``agentledger.timeline``), then what its marks mean."""
-    lines = lineage_lines(result, asked)
-    text = [lineage_title(result)]
-    text += [line.text(describe(line.event)) if line.event else line.text() for line in lines]
-    text += lineage_notes(lines, result, how_to_raise="depth or limit")
-    return "\n".join(text)
 
 
 def answer(text: str, structured: dict[str, Any]) -> CallToolResult:

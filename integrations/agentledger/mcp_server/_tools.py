@@ -26,6 +26,7 @@ from agentledger.client import (
     NotFoundError,
     TransportError,
 )
+from agentledger.mcp_server._lineage import impact_answer, why_answer
 from agentledger.mcp_server._parents import MAX_SESSION_PARENTS, SessionParents
 from agentledger.mcp_server._text import (
     UUID_PATTERN,
@@ -34,9 +35,7 @@ from agentledger.mcp_server._text import (
     SessionId,
     answer,
     detail,
-    edges_json,
     event_json,
-    lineage_text,
     trim,
 )
 from agentledger.protocol import limits
@@ -130,22 +129,7 @@ class LedgerTools:
         wrong answer, a failed tool call or any surprising event to see what led to it."""
         with self._errors(f"why({event_id})"):
             result = await self.ledger.why(event_id, depth=depth, limit=limit)
-        return answer(
-            lineage_text(result),
-            {
-                "event_id": result.event_id,
-                "chain_length": result.chain_length,
-                "chain_complete": result.chain_complete,
-                "depth_truncated": result.depth_truncated,
-                "size_truncated": result.size_truncated,
-                "missing_parent": result.missing_parent,
-                "roots": result.roots,
-                "missing": result.missing,
-                "cut_at": result.cut_at,
-                "edges": edges_json(result.edges),
-                "chain": [event_json(e) for e in result.chain],
-            },
-        )
+        return why_answer(result)
 
     async def impact(
         self,
@@ -170,18 +154,7 @@ class LedgerTools:
         with self._errors(f"impact({event_id})"):
             result = await self.ledger.impact(event_id, limit=limit, depth=depth)
             asked = await self.ledger.get_event(event_id)
-        return answer(
-            lineage_text(result, asked),
-            {
-                "event_id": result.event_id,
-                "count": result.count,
-                "truncated": result.truncated,
-                "depth_truncated": result.depth_truncated,
-                "cut_at": result.cut_at,
-                "edges": edges_json(result.edges),
-                "events": [event_json(e) for e in result.events],
-            },
-        )
+        return impact_answer(result, asked)
 
     # -- sessions and search --------------------------------------------------------------
 

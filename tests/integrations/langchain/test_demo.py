@@ -1,4 +1,8 @@
-"""``agentledger demo`` as a newcomer runs it: a subprocess, offline, printing the story."""
+"""``agentledger demo`` as a newcomer runs it: a subprocess, offline, printing the story.
+
+README, "Quickstart": the session as a timeline, the final answer's ``why()`` as a tree of
+causes (event ids and edge kinds), and the hash-chain verification.
+"""
 
 from __future__ import annotations
 

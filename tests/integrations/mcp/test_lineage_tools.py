@@ -1,6 +1,10 @@
 """The ``why`` and ``impact`` MCP tools over a run logged with causes: a real MCP client, the
 console script and a real ledger. The answer is the API's DAG (events with ids, edges with
-kinds), with the API's default bounds, and its text is the tree the CLI prints."""
+kinds), with the API's default bounds, and its text is the tree the CLI prints.
+
+README, "MCP: ask the ledger from your editor or another agent": the rows of ``why`` and
+``impact`` in the tools table.
+"""
 
 from __future__ import annotations
 

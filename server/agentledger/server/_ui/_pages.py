@@ -1,4 +1,5 @@
-"""Dashboard pages: ``/ui/``, sessions, events, agents, login.
+"""Dashboard pages: ``/ui/``, sessions, agents, login (the event, why and impact pages are
+in :mod:`._lineage_pages`).
 
 Each page reads through :class:`~agentledger.server._ui._api.LedgerAPI` (the app's own
 ``/v1`` routes in process) and renders a Jinja2 template with autoescaping on: event data is
@@ -10,20 +11,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import jinja2
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from agentledger.protocol import limits
 from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_SESSION_CHARS
 from agentledger.server._routes.health import server_version
 from agentledger.server._schemas import AGENT_PATTERN
 from agentledger.server._ui._api import ApiError, LedgerAPI
 from agentledger.server._ui._charts import baseline_charts, report_metrics, report_scalars
-from agentledger.server._ui._graph import GRAPH_NODES, lineage_graph
 from agentledger.server._ui._present import (
     EventView,
     flatten_tree,
@@ -33,7 +32,7 @@ from agentledger.server._ui._present import (
 )
 from agentledger.server._ui._viewer import COOKIE, Viewer, safe_next, viewer_for
 
-__all__ = ["router"]
+__all__ = ["build_page", "render", "router", "url_segment"]
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
@@ -93,7 +92,7 @@ def _login_redirect(request: Request) -> Response:
     return RedirectResponse(f"/ui/login?{urlencode({'next': target})}", status_code=303)
 
 
-async def _page(
+async def build_page(
     request: Request, build: Callable[[LedgerAPI, Viewer], Awaitable[Response]]
 ) -> Response:
     """Run ``build`` with an API client for the viewer; map API errors to pages."""
@@ -188,7 +187,7 @@ async def index(
             search_error=search_error,
         )
 
-    return await _page(request, build)
+    return await build_page(request, build)
 
 
 # -- session ---------------------------------------------------------------------------------
@@ -264,93 +263,7 @@ async def session_page(
             build_ms=(time.perf_counter() - started) * 1000,
         )
 
-    return await _page(request, build)
-
-
-# -- event -----------------------------------------------------------------------------------
-
-
-Depth = Annotated[int, Query(ge=0, le=limits.LINEAGE_DEPTH_MAX)]
-Limit = Annotated[int, Query(ge=1, le=limits.LINEAGE_LIMIT_MAX)]
-
-
-@router.get("/events/{event_id}", response_class=HTMLResponse)
-async def event_page(request: Request, event_id: Annotated[str, Path(max_length=64)]) -> Response:
-    """The event, the graph of its causes (``why()``) and of its effects (``impact()``) with
-    the API's default bounds, and its full record."""
-
-    async def build(api: LedgerAPI, viewer: Viewer) -> Response:
-        event = await api.event(event_id)
-        why = await api.why(
-            event_id, depth=limits.WHY_DEPTH_DEFAULT, limit=limits.LINEAGE_LIMIT_DEFAULT
-        )
-        impact = await api.impact(
-            event_id, depth=limits.IMPACT_DEPTH_DEFAULT, limit=limits.LINEAGE_LIMIT_DEFAULT
-        )
-        (me,) = view_events([event])
-        return render(
-            request,
-            "event.html",
-            viewer=viewer,
-            ev=me,
-            why=why,
-            impact=impact,
-            why_graph=lineage_graph(why, direction="why", asked_event=event),
-            impact_graph=lineage_graph(impact, direction="impact", asked_event=event),
-            graph_nodes=GRAPH_NODES,
-            depth_max=limits.LINEAGE_DEPTH_MAX,
-        )
-
-    return await _page(request, build)
-
-
-@router.get("/events/{event_id}/why", response_class=HTMLResponse)
-async def why_page(
-    request: Request,
-    event_id: Annotated[str, Path(max_length=64)],
-    depth: Depth = limits.WHY_DEPTH_DEFAULT,
-    limit: Limit = limits.LINEAGE_LIMIT_DEFAULT,
-) -> Response:
-    """The graph of the event's causes: root causes at the top, the event at the bottom."""
-    return await _lineage_page(request, event_id, "why", depth, limit)
-
-
-@router.get("/events/{event_id}/impact", response_class=HTMLResponse)
-async def impact_page(
-    request: Request,
-    event_id: Annotated[str, Path(max_length=64)],
-    depth: Depth = limits.IMPACT_DEPTH_DEFAULT,
-    limit: Limit = limits.LINEAGE_LIMIT_DEFAULT,
-) -> Response:
-    """The graph of the event's effects: the event at the top, what was computed from it
-    below."""
-    return await _lineage_page(request, event_id, "impact", depth, limit)
-
-
-async def _lineage_page(
-    request: Request, event_id: str, direction: Literal["why", "impact"], depth: int, limit: int
-) -> Response:
-    async def build(api: LedgerAPI, viewer: Viewer) -> Response:
-        event = await api.event(event_id)
-        read = api.why if direction == "why" else api.impact
-        answer = await read(event_id, depth=depth, limit=limit)
-        (me,) = view_events([event])
-        return render(
-            request,
-            "lineage.html",
-            viewer=viewer,
-            ev=me,
-            direction=direction,
-            answer=answer,
-            graph=lineage_graph(answer, direction=direction, asked_event=event),
-            graph_nodes=GRAPH_NODES,
-            depth=depth,
-            limit=limit,
-            depth_max=limits.LINEAGE_DEPTH_MAX,
-            limit_max=limits.LINEAGE_LIMIT_MAX,
-        )
-
-    return await _page(request, build)
+    return await build_page(request, build)
 
 
 # -- agent -----------------------------------------------------------------------------------
@@ -409,7 +322,7 @@ async def agent_page(
             reasons=_reasons(baseline),
         )
 
-    return await _page(request, build)
+    return await build_page(request, build)
 
 
 def _auto_split(report: dict[str, Any]) -> int | None:
