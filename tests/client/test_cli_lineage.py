@@ -163,3 +163,25 @@ def test_an_unknown_event_is_one_error_line(args: list[str]) -> None:
         assert result.exit_code == 1
         assert "error:" in result.output and "404" in result.output
         assert "Traceback" not in result.output
+
+
+def test_on_a_terminal_lines_fit_its_width_and_keep_their_ids(
+    run_ids: dict[str, str], ledger_server: Any, agent_name: str
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from agentledger.timeline import print_lineage
+
+    with Ledger(ledger_server.url, ledger_server.api_key, agent_name, spill_dir=None) as ledger:
+        result = ledger.why(run_ids["answer"])
+    out = io.StringIO()
+    terminal = Console(file=out, force_terminal=True, width=90, color_system=None)
+    print_lineage(terminal, result)
+    lines = out.getvalue().splitlines()
+    tree = [x for x in lines[1:] if x.lstrip("│├└─ ").startswith("[")]
+    assert len(tree) == len(WHY_ANSWER)  # every edge line: nine causes and the one "↑ see"
+    assert all(len(x) <= 90 for x in lines[1 : len(WHY_ANSWER) + 1])
+    for role in WHY_ANSWER:
+        assert run_ids[role] in out.getvalue()

@@ -159,3 +159,20 @@ def test_the_graph_shows_the_tool_results_that_fed_the_answer(
     page.locator(f"#graph g.node[data-id='{ids['llm2']}'] a.to-why").click()
     page.wait_for_url(re.compile(f"/ui/events/{ids['llm2']}/why$"))
     assert page.locator("#graph g.node").count() == len(WHY_ANSWER) - 2
+
+
+def test_a_large_answer_draws_the_events_nearest_the_asked_one(
+    store_server: Any, agent_name: str
+) -> None:
+    from agentledger.server._ui._graph import GRAPH_NODES
+
+    with Ledger(store_server.url, store_server.api_key, agent_name, spill_dir=None) as ledger:
+        chain = [ledger.log("user_message", {"text": "start"}).event_id]
+        for i in range(GRAPH_NODES + 99):
+            chain.append(ledger.log("custom_event", {"i": i}, parent_id=chain[-1]).event_id)
+        assert ledger.flush(30).complete
+    page = page_of(store_server, f"/ui/events/{chain[-1]}/why")
+    nodes, _ = drawn(page)
+    assert set(nodes) == set(chain[-GRAPH_NODES:])  # the nearest causes, the root left out
+    assert "trimmed" in nodes[chain[-GRAPH_NODES]]
+    assert f"The answer holds 100 more event(s) than the {GRAPH_NODES} drawn" in page
