@@ -48,7 +48,14 @@ def test_short_forms_are_read_and_written_in_full(tmp_path: Path) -> None:
     assert case.expect.max_tool_calls is not None and case.expect.max_tool_calls.value == 6
     again = load_case(save_case(case, tmp_path / "out.json"))
     assert again == case
-    assert json.loads((tmp_path / "out.json").read_text())["schema_version"] == 1
+    assert json.loads((tmp_path / "out.json").read_text())["schema_version"] == cases.SCHEMA_VERSION
+
+
+def test_a_version_1_file_loads_without_lineage_and_keeps_its_version(tmp_path: Path) -> None:
+    old = load_case(write(tmp_path, {**MINIMAL, "schema_version": 1}))
+    assert old.schema_version == 1 and old.lineage is None
+    again = json.loads(save_case(old, tmp_path / "again.json").read_text())
+    assert again["schema_version"] == 1 and "lineage" not in again
 
 
 @pytest.mark.parametrize(
@@ -57,7 +64,9 @@ def test_short_forms_are_read_and_written_in_full(tmp_path: Path) -> None:
         (lambda d: d["expect"]["must_call"].append({"tol": "x"}), "expect.must_call.2.tool"),
         (lambda d: d.update(inputs=[]), "inputs"),
         (lambda d: d.update(case_id="no spaces allowed"), "case_id"),
-        (lambda d: d.update(schema_version=2), "schema_version"),
+        (lambda d: d.update(schema_version=3), "schema_version"),
+        (lambda d: d.update(schema_version=1, lineage={"steps": []}), "lineage"),
+        (lambda d: d.update(lineage={"steps": [{"step": -1}]}), "lineage.steps.0.step"),
         (
             lambda d: d["expect"].update(outcome=[{"contains": "a", "regex": "b"}]),
             "expect.outcome.0",
@@ -133,7 +142,10 @@ def test_schema_command_prints_the_json_schema() -> None:
     assert result.exit_code == 0
     schema = json.loads(result.stdout)
     assert schema["title"].startswith("agentledger regression case")
-    assert {"case_id", "inputs", "tool_stubs", "expect", "chain_head"} <= set(schema["properties"])
+    assert {"case_id", "inputs", "tool_stubs", "expect", "chain_head", "lineage"} <= set(
+        schema["properties"]
+    )
+    assert schema["title"] == f"agentledger regression case v{cases.SCHEMA_VERSION}"
     assert schema == cases.case_json_schema() and Case.model_json_schema()["required"]
 
 

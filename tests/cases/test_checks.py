@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentledger.cases import Case, build_case, check
+from agentledger.cases import Case, CaseReport, build_case, check
 from agentledger.client import Event
 from agentledger.client import vocabulary as v
 
@@ -108,6 +108,30 @@ def test_crewai_case_passes_on_the_same_path_and_fails_on_another(crew_case: Cas
     assert bad.divergence is not None and bad.divergence.step == 1
     assert bad.divergence.expected == "check_charges(order_id=B7777)"
     assert bad.path[-1] == "answer" and bad.path[1].startswith("refund(")
+
+
+def test_a_session_logged_by_containment_says_its_at_risk_list_may_be_short(
+    crew_case: Case,
+) -> None:
+    """The crew events above hang every event under its enclosing step: no causal path runs
+    from the user message to the answer, and the report says so instead of "nothing"."""
+    assert crew_case.lineage is not None and not crew_case.lineage.answer_from_input
+    assert [s.steps for s in crew_case.lineage.steps] == [[], [], []]
+    bad = check(crew_case, crew_session([SOURCE_TOOLS[0], SOURCE_TOOLS[2]], "Done."))
+    assert bad.divergence is not None and bad.divergence.step == 1
+    assert bad.divergence.at_risk == () and not bad.divergence.at_risk_complete
+    report = CaseReport(crew_case.case_id, "crew.json")
+    report.add(bad)
+    text = report.failure_message()
+    assert "(computed from step 1): nothing in the source session as far as" in text
+    assert "some effects may be missing" in text
+    old = check(crew_case.model_copy(update={"lineage": None}), crew_session([], "Done."))
+    assert old.divergence is not None and old.divergence.at_risk is None
+    report = CaseReport(crew_case.case_id, "crew.json")
+    report.add(old)
+    assert "at risk in the source session (computed from step 0): not known" in (
+        report.failure_message()
+    )
 
 
 def test_added_input_tokens_ignore_cache_reads() -> None:

@@ -3,6 +3,8 @@
 ``parent_id`` is an event's primary cause and ``caused_by`` names further causes; ``scope_id``
 is the step it ran inside and is never followed. why() returns the ancestry as a DAG (root
 causes first, each event once, edges labelled), impact() the descendants the same way.
+These are the promises of the README's opening ("Cause, not containment") and of the causal
+edges page.
 """
 
 from __future__ import annotations
@@ -301,5 +303,26 @@ async def test_a_bound_key_cannot_hang_events_under_another_agent(
             "/v1/events", json=ev("bound-a", "x", n["mine2"], caused_by=[n["unknown"]])
         )
         assert ok.status_code == 201  # a cause not stored yet is accepted, as for any key
+        in_batch = await bound.post(
+            "/v1/events/batch",
+            json={"events": [ev("bound-a", "x", n["mine"], caused_by=[n["theirs"]])]},
+        )
+        (result,) = in_batch.json()["results"]
+        assert not result["ok"] and result["status"] == 422 and "caused_by" in result["error"]
+        imported = await bound.post(
+            "/v1/events/import",
+            json={"events": [ev("bound-a", "x", n["mine"], parent_id=n["theirs"])]},
+        )
+        assert imported.json()["failed"] == 1 and "parent_id" in imported.text
+        # an unbound writer may link across agents; the bound reader sees such a cause as
+        # missing, exactly like an id that was never stored (existence is not revealed)
+        both = ids("cross", "nowhere")
+        await write(
+            app_client,
+            [ev("bound-a", "x", both["cross"], caused_by=[n["theirs"], both["nowhere"]])],
+        )
+        why = (await bound.get(f"/v1/events/{both['cross']}/why")).json()
+        assert sorted(why["missing"]) == sorted([n["theirs"], both["nowhere"]])
+        assert why["chain_length"] == 1 and why["scoped_agent_limited"]
     impact = (await app_client.get(f"/v1/events/{n['theirs']}/impact")).json()
-    assert impact["count"] == 0
+    assert [e["event_id"] for e in impact["events"]] == [both["cross"]]

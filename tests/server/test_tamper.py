@@ -246,3 +246,55 @@ def _rewrite_chain(sql: SqlConnection, *, from_seq: int, key: None) -> None:
             )
         previous = chain_hash
     sql.execute("UPDATE agents SET last_hash=? WHERE agent=?", (previous, AGENT))
+
+
+async def write_linked(client: httpx.AsyncClient) -> list[str]:
+    """Four events: b caused by a (read), c closing b, d caused by a and c."""
+    import uuid
+
+    a, b, c, d = (str(uuid.uuid4()) for _ in range(4))
+    items = [
+        {"agent": AGENT, "event": "user_message", "data": {}, "event_id": a},
+        {
+            "agent": AGENT,
+            "event": "llm_start",
+            "data": {},
+            "event_id": b,
+            "parent_id": a,
+            "caused_by": [{"event_id": a, "kind": "read"}],
+        },
+        {"agent": AGENT, "event": "llm_end", "data": {}, "event_id": c, "parent_id": b},
+        {"agent": AGENT, "event": "x", "data": {}, "event_id": d, "caused_by": [a, c]},
+    ]
+    response = await client.post("/v1/events/batch", json={"events": items})
+    assert response.json()["written"] == 4
+    return [a, b, c, d]
+
+
+@pytest.mark.parametrize(
+    ("change", "seq"),
+    [
+        ("DELETE FROM event_causes WHERE effect_id = {d} AND cause_id = {a}", 4),
+        ("UPDATE event_causes SET kind = 'cause' WHERE effect_id = {b}", 2),
+        ("UPDATE event_causes SET cause_id = {d} WHERE effect_id = {c}", 3),
+        ("UPDATE event_causes SET agent = 'elsewhere' WHERE effect_id = {b}", 2),
+        (
+            "INSERT INTO event_causes (effect_id, cause_id, kind, agent) "
+            "VALUES ({c}, {a}, 'read', '" + AGENT + "')",
+            3,
+        ),
+    ],
+)
+async def test_changed_causal_edges_are_content_changed(
+    client: httpx.AsyncClient, sql: SqlConnection, change: str, seq: int
+) -> None:
+    """The edge table is derived from the records: why() and impact() walk it, so verify
+    checks each event's stored edges against the causes its record names."""
+    a, b, c, d = await write_linked(client)
+    assert (await verify(client))["intact"]
+    names = {"a": a, "b": b, "c": c, "d": d}
+    sql.execute(change.format(**{k: f"'{v}'" for k, v in names.items()}))
+    report = await verify(client)
+    assert not report["intact"]
+    assert kinds(report) == [("content_changed", seq)]
+    assert "causal edges" in report["problems"][0]["detail"]

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agentledger.cases._checks import (
         CheckResult,
-        Divergence,
         Embedder,
         RunCheck,
         check,
     )
+    from agentledger.cases._divergence import Divergence, Effect
     from agentledger.cases._embed import http_embedder
     from agentledger.cases._export import (
         ChainBrokenError,
@@ -31,7 +31,9 @@ if TYPE_CHECKING:
         CaseError,
         Cassette,
         Expect,
+        Lineage,
         OutcomeCheck,
+        StepEffects,
         StubCall,
         ToolCallCheck,
         case_json_schema,
@@ -71,15 +73,18 @@ __all__ = [
     "ChainBrokenError",
     "CheckResult",
     "Divergence",
+    "Effect",
     "EmbeddedServerError",
     "Embedder",
     "Expect",
     "ExportResult",
+    "Lineage",
     "OutcomeCheck",
     "Pseudonymizer",
     "RunCheck",
     "RunTarget",
     "SpecError",
+    "StepEffects",
     "StubCall",
     "StubRegistry",
     "SuiteReport",
@@ -106,7 +111,8 @@ __all__ = [
 #: public name -> the module it lives in (relative to this package, or absolute)
 _LAZY = {
     "CheckResult": "._checks",
-    "Divergence": "._checks",
+    "Divergence": "._divergence",
+    "Effect": "._divergence",
     "Embedder": "._checks",
     "RunCheck": "._checks",
     "check": "._checks",
@@ -115,6 +121,8 @@ _LAZY = {
     "CaseError": "._model",
     "Cassette": "._model",
     "Expect": "._model",
+    "Lineage": "._model",
+    "StepEffects": "._model",
     "OutcomeCheck": "._model",
     "StubCall": "._model",
     "ToolCallCheck": "._model",

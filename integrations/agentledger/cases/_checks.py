@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from agentledger.cases._calls import as_args, call_text, match, short
+from agentledger.cases._divergence import Divergence, first_divergence
 from agentledger.cases._model import (
     Case,
     Limit,
@@ -55,18 +57,6 @@ class CheckResult:
     actual: str
     min_pass_rate: float
     safety: bool
-
-
-@dataclass(frozen=True)
-class Divergence:
-    """The first step where a run left the source session's path.
-
-    ``step`` is the 0-based index among tool calls (``len(path)`` means: the final answer).
-    """
-
-    step: int
-    expected: str
-    actual: str
 
 
 @dataclass
@@ -134,59 +124,6 @@ def _attr(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
-def _short(value: Any, limit: int = 120) -> str:
-    kind = type(value)
-    text: str
-    if kind is str:
-        text = str(value)
-    elif kind is int or kind is float or kind is bool:
-        text = "true" if value is True else "false" if value is False else repr(value)
-    else:
-        text = json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _call_text(tool: str, args: Mapping[str, Any]) -> str:
-    inner = ", ".join(f"{k}={_short(a, 40)}" for k, a in sorted(args.items()))
-    return f"{tool}({inner})"
-
-
-def _as_args(value: Any) -> dict[str, Any]:
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, str):  # a framework that logged the args as a JSON string
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            return {"input": value}
-        return parsed if isinstance(parsed, dict) else {"input": parsed}
-    return {} if value is None else {"input": value}
-
-
-def _match(matcher: Any, actual: Any) -> bool:
-    """One argument matcher (see :data:`agentledger.cases._model.ArgMatcher`)."""
-    if isinstance(matcher, Mapping) and len(matcher) == 1:
-        ((op, operand),) = matcher.items()
-        if op == "$any":
-            return bool(operand)
-        if op == "$regex":
-            return actual is not None and re.search(str(operand), str(actual)) is not None
-        if op == "$contains":
-            return actual is not None and str(operand) in str(actual)
-        if op == "$approx":
-            try:
-                return math.isclose(float(actual), float(operand), rel_tol=1e-6, abs_tol=1e-9)
-            except (TypeError, ValueError):
-                return False
-    if isinstance(matcher, Mapping) and isinstance(actual, Mapping):
-        return set(matcher) == set(actual) and all(_match(matcher[k], actual[k]) for k in matcher)
-    if isinstance(matcher, int | float) and isinstance(actual, int | float):
-        return not isinstance(matcher, bool) and float(matcher) == float(actual)
-    if isinstance(matcher, str) and not isinstance(actual, str) and actual is not None:
-        return matcher == json.dumps(actual) or matcher == str(actual)
-    return bool(matcher == actual)
-
-
 def _json_path(document: Any, path: str) -> tuple[bool, Any]:
     """``$.a.b[0]['c d']`` -> (found, value)."""
     tokens = re.findall(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\[['\"](.+?)['\"]\]", path[1:])
@@ -239,30 +176,30 @@ def _outcome(
         return result(False, f"{kind} check of the final answer", "no assistant_response")
     if spec.contains is not None:
         needle = spec.contains.lower() if spec.ignore_case else spec.contains
-        return result(needle in folded, f"answer contains {spec.contains!r}", _short(text))
+        return result(needle in folded, f"answer contains {spec.contains!r}", short(text))
     if spec.not_contains is not None:
         needle = spec.not_contains.lower() if spec.ignore_case else spec.not_contains
         return result(
-            needle not in folded, f"answer does not contain {spec.not_contains!r}", _short(text)
+            needle not in folded, f"answer does not contain {spec.not_contains!r}", short(text)
         )
     if spec.regex is not None:
         flags = re.IGNORECASE if spec.ignore_case else 0
         found = re.search(spec.regex, text, flags) is not None
-        return result(found, f"answer matches /{spec.regex}/", _short(text))
+        return result(found, f"answer matches /{spec.regex}/", short(text))
     if spec.json_path is not None:
         try:
             document = json.loads(text)
         except ValueError:
-            return result(False, f"{spec.json_path} == {_short(spec.equals)}", "answer is not JSON")
+            return result(False, f"{spec.json_path} == {short(spec.equals)}", "answer is not JSON")
         found, value = _json_path(document, spec.json_path)
-        actual = _short(value) if found else f"{spec.json_path} not found"
+        actual = short(value) if found else f"{spec.json_path} not found"
         return result(
-            found and _match(spec.equals, value),
-            f"{spec.json_path} == {_short(spec.equals)}",
+            found and match(spec.equals, value),
+            f"{spec.json_path} == {short(spec.equals)}",
             actual,
         )
     reference = spec.similar_to or ""
-    expected = f"similarity to {_short(reference, 60)!r} >= {spec.threshold}"
+    expected = f"similarity to {short(reference, 60)!r} >= {spec.threshold}"
     if embed is None:
         return result(None, expected, "skipped: no embeddings endpoint configured")
     first, second = embed([reference, text])
@@ -298,32 +235,6 @@ def _duration_ms(events: Sequence[_Ev]) -> float:
     return (max(stamps) - min(stamps)).total_seconds() * 1000.0
 
 
-def _first_divergence(
-    source: Sequence[tuple[str, dict[str, Any]]],
-    calls: Sequence[tuple[str, dict[str, Any]]],
-    source_answer: str | None,
-    answer: str | None,
-) -> Divergence | None:
-    for step in range(max(len(source), len(calls))):
-        want = source[step] if step < len(source) else None
-        got = calls[step] if step < len(calls) else None
-        if (
-            want is not None
-            and got is not None
-            and want[0] == got[0]
-            and all(_match(a, got[1].get(k)) for k, a in want[1].items())
-        ):
-            continue
-        return Divergence(
-            step,
-            _call_text(*want) if want else "final answer (no more tool calls)",
-            _call_text(*got) if got else "final answer (no more tool calls)",
-        )
-    if source_answer is not None and answer is None:
-        return Divergence(len(calls), "a final answer", "no assistant_response")
-    return None
-
-
 def check(
     case: Case,
     events: Iterable[Any],
@@ -352,11 +263,8 @@ def check(
     evs = normalise_events(events)
     expect = case.expect
     rates = _Rates(case, default_min_pass_rate)
-    calls = [
-        (str(e.data.get("tool") or "tool"), _as_args(e.data.get("args")))
-        for e in evs
-        if e.event == v.TOOL_CALL
-    ]
+    call_events = [e for e in evs if e.event == v.TOOL_CALL]
+    calls = [(str(e.data.get("tool") or "tool"), as_args(e.data.get("args"))) for e in call_events]
     answers = [e for e in evs if e.event == v.ASSISTANT_RESPONSE]
     answer = str(answers[-1].data.get("text") or "") if answers else None
     names = [name for name, _ in calls]
@@ -426,7 +334,7 @@ def check(
     unexpected = list(stub_failures)
     if case.tool_stubs and not stub_failures:
         known = set(case.tool_stubs) | set(case.cassette.tools if case.cassette else ())
-        unexpected = [_call_text(n, a) for n, a in calls if n not in known]
+        unexpected = [call_text(n, a) for n, a in calls if n not in known]
     if case.tool_stubs or stub_failures:
         results.append(
             CheckResult(
@@ -439,12 +347,17 @@ def check(
             )
         )
 
-    path = [_call_text(n, a) for n, a in calls] + (["answer"] if answer is not None else [])
+    path = [call_text(n, a) for n, a in calls] + (["answer"] if answer is not None else [])
     return RunCheck(
         case_id=case.case_id,
         checks=results,
         path=path,
-        divergence=_first_divergence(case.source_path(), calls, case.source_answer, answer),
+        divergence=first_divergence(
+            case,
+            calls,
+            [e.event_id for e in call_events],
+            (answer, answers[-1].event_id) if answer is not None else None,
+        ),
         answer=answer,
     )
 
@@ -454,13 +367,13 @@ def _must_call(
 ) -> CheckResult:
     same_tool = [args for name, args in calls if name == must.tool]
     wanted = must.args or {}
-    ok = any(all(_match(m, args.get(k)) for k, m in wanted.items()) for args in same_tool)
-    expected = _call_text(must.tool, wanted) if wanted else f"{must.tool} called"
+    ok = any(all(match(m, args.get(k)) for k, m in wanted.items()) for args in same_tool)
+    expected = call_text(must.tool, wanted) if wanted else f"{must.tool} called"
     if not same_tool:
         actual = f"{must.tool} never called"
     elif ok:
         actual = f"called {len(same_tool)}x"
     else:
-        actual = "called with " + "; ".join(_call_text(must.tool, a) for a in same_tool)
+        actual = "called with " + "; ".join(call_text(must.tool, a) for a in same_tool)
     check_id = f"must_call:{must.tool}"
     return CheckResult(check_id, ok, expected, actual, rates.rate(must.min_pass_rate, True), True)

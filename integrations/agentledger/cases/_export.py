@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentledger.cases._lineage import Step, source_lineage
 from agentledger.cases._model import (
     Case,
     ChainHeadRef,
@@ -117,24 +118,30 @@ def _captured_with(events: Sequence[Event]) -> dict[str, Any]:
     return out
 
 
-def _stubs(events: Sequence[Event]) -> dict[str, list[StubCall]]:
-    by_parent: dict[str, Event] = {}
+def _tool_steps(events: Sequence[Event]) -> list[Step]:
+    """Each ``tool_call`` in order with the result or error answering it (its effect that
+    closes it, else the one with the same ``call_id``)."""
+    by_cause: dict[str, Event] = {}
     by_call_id: dict[str, Event] = {}
     for event in events:
         if event.event in (v.TOOL_RESULT, v.TOOL_ERROR):
             if event.parent_id:
-                by_parent.setdefault(event.parent_id, event)
+                by_cause.setdefault(event.parent_id, event)
             call_id = event.data.get("call_id")
             if call_id:
                 by_call_id.setdefault(str(call_id), event)
+    return [
+        (e, by_cause.get(e.event_id) or by_call_id.get(_text(e.data.get("call_id"))))
+        for e in events
+        if e.event == v.TOOL_CALL
+    ]
+
+
+def _stubs(steps: Sequence[Step]) -> dict[str, list[StubCall]]:
     stubs: dict[str, list[StubCall]] = {}
-    order = 0
-    for event in events:
-        if event.event != v.TOOL_CALL:
-            continue
-        tool = _text(event.data.get("tool")) or "tool"
-        args = event.data.get("args")
-        answer = by_parent.get(event.event_id) or by_call_id.get(_text(event.data.get("call_id")))
+    for order, (call, answer) in enumerate(steps):
+        tool = _text(call.data.get("tool")) or "tool"
+        args = call.data.get("args")
         stub = StubCall(args=dict(args) if isinstance(args, Mapping) else {}, order=order)
         if answer is not None and answer.event == v.TOOL_ERROR:
             stub.error = _text(answer.data.get("error")) or "tool error"
@@ -143,7 +150,6 @@ def _stubs(events: Sequence[Event]) -> dict[str, list[StubCall]]:
         else:
             stub.error = "no result recorded in the source session"
         stubs.setdefault(tool, []).append(stub)
-        order += 1
     return stubs
 
 
@@ -187,14 +193,20 @@ def build_case(
     """
     inputs = [_text(e.data.get("text")) for e in events if e.event == v.USER_MESSAGE]
     if not inputs:
-        raise ValueError(f"session {session!r} has no user_message event")
+        kinds = ", ".join(dict.fromkeys(e.event for e in events)) or "none"
+        raise ValueError(
+            f"session {session!r} has no user_message event, so a case has no input to replay "
+            f"(its {len(events)} events are of types: {kinds}); the integration that logged "
+            "it must log the user's message as a user_message event"
+        )
     context = [
         {"query": e.data.get("query"), "documents": e.data.get("documents") or []}
         for e in events
         if e.event == v.RETRIEVAL
     ]
     answers = [e for e in events if e.event == v.ASSISTANT_RESPONSE]
-    stubs = _stubs(events)
+    steps = _tool_steps(events)
+    stubs = _stubs(steps)
     order = [
         name
         for name, _ in sorted(
@@ -233,6 +245,7 @@ def build_case(
         labels=list(labels),
         subject_ref=_subject_ref(agent, session, events),
         chain_head=chain_head,
+        lineage=source_lineage(events, steps),
         expect=expect,
         **clean,
     )

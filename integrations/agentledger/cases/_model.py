@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -32,7 +33,9 @@ __all__ = [
     "ChainHeadRef",
     "Expect",
     "Limit",
+    "Lineage",
     "OutcomeCheck",
+    "StepEffects",
     "StubCall",
     "ToolCallCheck",
     "ToolList",
@@ -42,8 +45,9 @@ __all__ = [
     "save_case",
 ]
 
-#: Version of the case file format written by this code.
-SCHEMA_VERSION = 1
+#: Version of the case file format written by this code. Version 2 added ``lineage``; files of
+#: version 1 (no lineage) still load.
+SCHEMA_VERSION: Final = 2
 
 _CASE_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
@@ -179,6 +183,37 @@ class Limit(_Strict):
     min_pass_rate: Rate | None = None
 
 
+class StepEffects(_Strict):
+    """What one tool-call step of the source session affected, by its causal edges.
+
+    ``step`` is the step's position on the source path (:attr:`StubCall.order`); ``steps``
+    the later steps whose call was computed, directly or not, from this step's call or result;
+    ``answer``: the final answer was too.
+    """
+
+    step: int = Field(ge=0)
+    steps: list[int] = Field(default_factory=list)
+    answer: bool = False
+
+
+class Lineage(_Strict):
+    """The causal lineage of the source session's path (``parent_id`` and ``caused_by``
+    edges; the enclosing step, ``scope_id``, is not a cause).
+
+    ``steps`` holds one :class:`StepEffects` per tool-call step. ``answer_from_input`` says
+    whether the final answer descends from a user message along those edges; when it does not,
+    the session was logged without causes (or they were cut), and the effects listed may be
+    fewer than the real ones.
+    """
+
+    steps: list[StepEffects] = Field(default_factory=list)
+    answer_from_input: bool = False
+
+    def effects_of(self, step: int) -> StepEffects | None:
+        """The effects of source step ``step``, ``None`` when the lineage has no such step."""
+        return next((s for s in self.steps if s.step == step), None)
+
+
 def _short_limit(value: Any) -> Any:
     return {"value": value} if isinstance(value, int | float) else value
 
@@ -233,10 +268,11 @@ class Case(_Strict):
     ``chain_head`` of the source at export time); ``inputs`` the user messages in order;
     ``context`` retrieved documents or memory given to the agent; ``tool_stubs`` per tool
     name, the calls of the source session; ``cassette``; ``source_answer`` the source's
-    final answer (for the divergence report); ``expect``.
+    final answer (for the divergence report); ``lineage`` which later steps and whether the
+    answer descend from each step (version 2; ``None`` in older files); ``expect``.
     """
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1, 2] = SCHEMA_VERSION
     case_id: str = Field(pattern=_CASE_ID)
     source_session: str | None = None
     source_agent: str | None = None
@@ -251,7 +287,15 @@ class Case(_Strict):
     tool_stubs: dict[str, list[StubCall]] = Field(default_factory=dict)
     cassette: Cassette | None = None
     source_answer: str | None = None
+    lineage: Lineage | None = None
     expect: Expect = Field(default_factory=Expect)
+
+    @field_validator("lineage")
+    @classmethod
+    def _lineage_needs_version_2(cls, value: Lineage | None, info: ValidationInfo) -> Any:
+        if value is not None and info.data.get("schema_version", SCHEMA_VERSION) < 2:
+            raise ValueError("lineage needs schema_version 2 or later")
+        return value
 
     def source_path(self) -> list[tuple[str, dict[str, Any]]]:
         """The source session's tool calls in order: ``[(tool, args), ...]``."""

@@ -19,7 +19,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from agentledger.cases._checks import CheckResult, Divergence, RunCheck
+from agentledger.cases._checks import CheckResult, RunCheck
+from agentledger.cases._divergence import (
+    Divergence,
+    divergence_json,
+    divergence_lines,
+    divergence_summary,
+)
 
 __all__ = [
     "REPORT_VERSION",
@@ -150,11 +156,7 @@ class CaseReport:
                 lines.append(f"  agent error: {failing.error}")
         found = self.first_divergence
         if found is not None:
-            run, div = found
-            lines.append(
-                f"  first divergent step {div.step} (run {run + 1}): expected {div.expected}; "
-                f"actual {div.actual}"
-            )
+            lines.extend(divergence_lines(found[0] + 1, found[1]))
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -184,16 +186,7 @@ class CaseReport:
                 }
                 for s in self.checks.values()
             ],
-            "first_divergence": (
-                None
-                if found is None
-                else {
-                    "run": found[0] + 1,
-                    "step": found[1].step,
-                    "expected": found[1].expected,
-                    "actual": found[1].actual,
-                }
-            ),
+            "first_divergence": None if found is None else divergence_json(found[0] + 1, found[1]),
             "run_details": [
                 {
                     "run": i + 1,
@@ -313,8 +306,11 @@ def write_junit(report: SuiteReport, path: str | Path) -> Path:
     for case in report.cases:
         element = ET.SubElement(suite, "testcase", classname="agentledger.cases", name=case.case_id)
         if not case.gate_passed:
-            names = ", ".join(s.check_id for s in case.failed_checks)
-            failure = ET.SubElement(element, "failure", message=f"failed checks: {names}")
+            message = "failed checks: " + ", ".join(s.check_id for s in case.failed_checks)
+            found = case.first_divergence
+            if found is not None:
+                message += "; first divergent " + divergence_summary(found[1])
+            failure = ET.SubElement(element, "failure", message=message)
             failure.text = case.failure_message()
         elif case.flaky:
             out = ET.SubElement(element, "system-out")
@@ -341,11 +337,7 @@ def print_summary(report: SuiteReport, console: Console) -> None:
             for s in case.failed_checks
         )
         found = case.first_divergence
-        divergence = (
-            f"step {found[1].step}: expected {found[1].expected}, got {found[1].actual}"
-            if found
-            else ""
-        )
+        divergence = divergence_summary(found[1]) if found else ""
         table.add_row(
             escape(case.case_id),
             f"[{styles[status]}]{status}[/]",

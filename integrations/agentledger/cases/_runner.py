@@ -13,9 +13,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ import uuid_utils
 from langchain_core.tools import BaseTool
 
 from agentledger.cases._checks import CheckResult, Embedder, RunCheck, check
+from agentledger.cases._lineage import run_effects
 from agentledger.cases._model import Case
 from agentledger.cases._report import CaseReport, SuiteReport
 from agentledger.cases._stubs import StubRegistry, stub_tools
@@ -72,7 +73,9 @@ def load_object(spec: str, what: str) -> Any:
 
 
 class _KeyedLog:
-    """The handler's ``log`` with idempotency keys ``<prefix>/<step>`` (step counted)."""
+    """The handler's ``log`` with idempotency keys ``<prefix>/<step>`` (step counted); causes
+    (``caused_by``) and the enclosing step (``scope_id``) are passed on, so a run's causal
+    edges reach the ledger as the integration gives them."""
 
     def __init__(self, ledger: Ledger, prefix: str) -> None:
         self._ledger = ledger
@@ -88,6 +91,8 @@ class _KeyedLog:
         session_id: str | None = None,
         parent_id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        caused_by: Iterable[str | tuple[str, str]] = (),
+        scope_id: str | None = None,
     ) -> EventRef:
         with self._lock:
             step = self._step
@@ -99,6 +104,8 @@ class _KeyedLog:
             parent_id=parent_id,
             metadata=metadata,
             idempotency_key=f"{self._prefix}/{step}",
+            caused_by=caused_by,
+            scope_id=scope_id,
         )
 
 
@@ -259,6 +266,9 @@ def run_suite(
                     True,
                 )
             )
+            if result.divergence is not None and result.divergence.event_id is not None:
+                effects = run_effects(target.ledger, events, result.divergence.event_id)
+                result.divergence = replace(result.divergence, run_effects=effects)
             result.extra["session_id"] = session_id
             result.extra["events"] = len(events)
             case_report.add(result)

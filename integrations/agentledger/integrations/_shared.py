@@ -7,8 +7,9 @@ and stay independent of the others.
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from agentledger.protocol import LedgerError
@@ -16,6 +17,7 @@ from agentledger.protocol import LedgerError
 __all__ = [
     "DEFAULT_MAX_SCOPES",
     "AlreadyAttachedError",
+    "CausalLedgerLike",
     "HasEventId",
     "IntegrationError",
     "InvalidOptionError",
@@ -23,6 +25,8 @@ __all__ = [
     "MissingExtraError",
     "TimedLedgerLike",
     "UnsupportedTargetError",
+    "accepts_causes",
+    "accepts_keywords",
     "max_scopes_option",
     "missing_extra",
     "tool_names",
@@ -56,6 +60,33 @@ class LedgerLike(Protocol):
         parent_id: str | None = ...,
         metadata: dict[str, Any] | None = ...,
     ) -> HasEventId: ...
+
+
+class CausalLedgerLike(LedgerLike, Protocol):
+    """A :class:`LedgerLike` whose ``log`` also takes further causes and the enclosing step.
+
+    ``caused_by`` items are event ids or ``(event id, edge kind)`` pairs; ``scope_id`` is the
+    step the event ran inside (see ``docs/pages/causal-edges.md``).
+    """
+
+    def log(
+        self,
+        event: str,
+        data: dict[str, Any],
+        *,
+        session_id: str | None = ...,
+        parent_id: str | None = ...,
+        metadata: dict[str, Any] | None = ...,
+        caused_by: Iterable[str | tuple[str, str]] = ...,
+        scope_id: str | None = ...,
+    ) -> HasEventId: ...
+
+
+def accepts_causes(ledger: LedgerLike) -> bool:
+    """Whether ``ledger.log`` takes ``caused_by`` and ``scope_id`` (a
+    :class:`CausalLedgerLike`); a hand-written ledger with the older ``log`` gets parents only.
+    """
+    return accepts_keywords(ledger.log, "caused_by", "scope_id")
 
 
 class TimedLedgerLike(LedgerLike, Protocol):
@@ -162,3 +193,20 @@ def tool_names(tools: Any) -> list[str] | None:
         if isinstance(name, str):
             names.append(name)
     return names
+
+
+def accepts_keywords(log: Callable[..., Any], *names: str) -> bool:
+    """Whether a ``log`` callable takes every one of ``names`` as a keyword argument.
+
+    Integrations pass the newer ``log()`` arguments (``event_id=``, ``caused_by=``,
+    ``scope_id=``) only to a ledger that takes them, so an adapter with the older signature
+    keeps working (its events then lack those links).
+    """
+    try:
+        parameters = inspect.signature(log).parameters
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return True
+    by_keyword = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return all(name in parameters and parameters[name].kind in by_keyword for name in names)

@@ -15,6 +15,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from agentledger.server._causes import record_edges
+
 __all__ = ["ChainHasher", "ChainReport", "ChainRow", "ChainRowTuple", "verify_rows"]
 
 
@@ -117,6 +119,37 @@ ChainRowTuple = tuple[
 ]
 
 
+class _EdgeCursor:
+    """Stored causal edges grouped by the sequence number of their effect, read in step with
+    the chain rows (both ascending)."""
+
+    def __init__(self, rows: Iterable[tuple[int, str, str, str]]) -> None:
+        self._rows = iter(rows)
+        self._next: tuple[int, str, str, str] | None = next(self._rows, None)
+
+    def take(self, seq: int) -> list[tuple[str, str, str]]:
+        """The edges of the event at ``seq`` (edges of lower, unseen numbers are passed)."""
+        out: list[tuple[str, str, str]] = []
+        row = self._next
+        while row is not None and row[0] <= seq:
+            if row[0] == seq:
+                out.append((row[1], row[2], row[3]))
+            row = next(self._rows, None)
+        self._next = row
+        return out
+
+
+def _edges_match(rec: dict[str, Any], agent: str, stored: list[tuple[str, str, str]]) -> bool:
+    caused_by = rec.get("caused_by")
+    if caused_by is not None and not (
+        isinstance(caused_by, list) and all(isinstance(c, dict) for c in caused_by)
+    ):
+        return False
+    parent = rec.get("parent_id")
+    expected = record_edges(str(rec.get("event")), parent if parent else None, caused_by)
+    return sorted((cause, kind, agent) for cause, kind in expected) == sorted(stored)
+
+
 def verify_rows(
     rows: Iterable[ChainRowTuple],
     hasher: ChainHasher,
@@ -124,6 +157,7 @@ def verify_rows(
     start_seq: int = 0,
     previous_hash: str | None = None,
     report: ChainReport | None = None,
+    edges: Iterable[tuple[int, str, str, str]] | None = None,
 ) -> ChainReport:
     """Verify consecutive rows of one agent, ordered by stored ``sequence_no``.
 
@@ -133,6 +167,9 @@ def verify_rows(
         start_seq: sequence number of the last row already trusted (0 = from the start).
         previous_hash: chain hash of that row (``None`` at the start).
         report: a report to continue (anchor checks add to it first).
+        edges: the stored causal edges of the same rows as ``(sequence_no, cause_id, kind,
+            agent)``, ascending; each record's edges must be exactly those it defines
+            (:func:`agentledger.server._causes.record_edges`). ``None`` skips the check.
 
     Returns:
         The report, with ``head_seq``/``head_hash`` set to the last row read.
@@ -148,6 +185,7 @@ def verify_rows(
     # that follows a moved row links to it, so one swap is reported once, not as a cascade.
     displaced: dict[int, str] = {}
     verified = 0
+    cursor = _EdgeCursor(edges) if edges is not None else None
     for row in rows:
         verified += 1
         seq, event_id, agent, timestamp, event, parent_id, session_id, record, checksum, chain = row
@@ -205,6 +243,15 @@ def verify_rows(
         elif link(displaced.pop(seq - 1, prev) if displaced else prev, record) != chain:
             problems.append(
                 _problem("content_changed", row, seq, "chain link does not follow its predecessor")
+            )
+        elif cursor is not None and not _edges_match(rec, agent, cursor.take(seq)):
+            problems.append(
+                _problem(
+                    "content_changed",
+                    row,
+                    seq,
+                    "the stored causal edges differ from the causes the record names",
+                )
             )
         prev = chain
         expected = seq + 1

@@ -8,6 +8,7 @@ reports token usage.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from crewai import Agent, BaseLLM, Crew, Process, Task
@@ -33,11 +34,13 @@ def final(answer: str) -> str:
 class ScriptedLLM(BaseLLM):
     """Replies from ``script`` in order; raises once the script is used up.
 
-    ``usage=None`` reports no usage at all (the ledger must store ``null``, never 0).
+    ``usage=None`` reports no usage at all (the ledger must store ``null``, never 0);
+    ``latency_s`` is how long each call takes (a real model takes 100 ms or more).
     """
 
     script: list[str] = []
     usage: dict[str, int] | None = USAGE
+    latency_s: float = 0.0
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _calls: int = PrivateAttr(default=0)
 
@@ -63,6 +66,8 @@ class ScriptedLLM(BaseLLM):
             with self._lock:
                 reply = self.script[self._calls]
                 self._calls += 1
+            if self.latency_s:
+                time.sleep(self.latency_s)
             if self.usage is not None:
                 self._track_token_usage_internal(dict(self.usage))
             self._emit_call_completed_event(
@@ -88,10 +93,13 @@ def flaky_lookup(query: str) -> str:
     raise ConnectionError(f"lookup service unreachable for {query!r}")
 
 
-def weather_crew(*, usage: dict[str, int] | None = USAGE, city: str = "Paris") -> Crew:
+def weather_crew(
+    *, usage: dict[str, int] | None = USAGE, city: str = "Paris", latency_s: float = 0.0
+) -> Crew:
     """Sequential crew: task 1 calls ``get_weather`` then answers; task 2 answers at once.
 
-    The scripted model asks for the weather of ``city`` (kick off with ``{"city": city}``).
+    The scripted model asks for the weather of ``city`` (kick off with ``{"city": city}``);
+    each of its calls takes ``latency_s``.
     """
     llm = ScriptedLLM(
         model="scripted-1",
@@ -101,6 +109,7 @@ def weather_crew(*, usage: dict[str, int] | None = USAGE, city: str = "Paris") -
             final(f"{city}: sunny, 21C. Pack sunglasses."),
         ],
         usage=usage,
+        latency_s=latency_s,
     )
     reporter = Agent(
         role="Weather reporter",

@@ -51,7 +51,11 @@ def test_demo_runs_offline_with_its_embedded_server(tmp_path: Path) -> None:
     assert answer is not None, out
     tree = out.split(answer.group(0), 1)[1].split("hash chain", 1)[0]
     assert re.search(rf"^{answer.group(1)} assistant_response ", tree, re.MULTILINE), tree
-    assert "[produced] " in tree or "[cause] " in tree, tree  # the answer's cause, labelled
+    assert "[produced] " in tree, tree  # the answer's cause, labelled with its edge kind
+    for tool in ("issue_refund", "verify_duplicate_charge", "lookup_order"):
+        # the why tree reaches every tool, through the model calls that read their results
+        assert re.search(rf"\[read\] [0-9a-f-]{{36}} tool_result {tool} ", tree), tool
+    assert "user_message" in tree  # ... and the customer's message
     assert "hash chain of 'support-demo' intact" in out
     assert str(db) in out
     assert db.exists() and db.stat().st_size > 0

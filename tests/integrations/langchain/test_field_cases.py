@@ -131,8 +131,10 @@ def test_case_h02_shared_handler_ten_concurrent_chains(
         assert end["data"]["text"] == f"echo: {question}"  # no cross-links between trees
         (root_end,) = events.kids(root, "step_end")
         assert root_end["data"]["outputs"] == f"echo: {question}"
+        (answer,) = events.kids(end, "assistant_response")  # the chain's string, from its model
+        assert answer["data"]["text"] == f"echo: {question}"
         subtree = [e for e in events.events if e["session_id"] == root["session_id"]]
-        assert len(subtree) == 8  # 4 starts + 4 ends, all in this root's session
+        assert len(subtree) == 9  # 4 starts + 4 ends + the answer, all in this root's session
 
 
 def test_case_h03_handler_only_on_inner_runnable(

@@ -203,8 +203,12 @@ def test_interrupt_is_not_an_error_and_resume_continues_the_session(
     assert stop["data"]["interrupts"][0]["value"] == {"question": "publish?", "notes": 3}
     assert events.parent(stop)["data"]["name"] == "approve"
     assert events.of("step_error") == []
-    roots = events.roots()
-    assert len(roots) == 2  # the first run and the resumed run, one session
+    (resume,) = events.of("user_message")  # the human's answer to the interrupt
+    assert resume["data"]["text"] == "yes" and resume["data"]["resume"] == "yes"
+    assert events.parent(resume) == stop
+    resumed_root = events.one("step_start", name="fan", inputs={"type": "command", "resume": "yes"})
+    assert events.parent(resumed_root) == resume
+    assert len(events.roots()) == 1  # the resumed run continues the first run's lineage
     assert len(events.of("step_end", name="approve")) == 1
     assert handler.open_runs == 0
 

@@ -34,8 +34,9 @@ def test_a_runnable_comes_back_bound_to_a_handler(ledger: Ledger, stored: Read) 
     assert logged.invoke("hi") == "HI"
     assert chain.invoke("plain") == "PLAIN"  # the original is left as it was
     events = stored()
-    assert [e["event"] for e in events.events] == ["step_start", "step_end"]
+    assert [e["event"] for e in events.events] == ["user_message", "step_start", "step_end"]
     assert events.one("step_start")["data"]["inputs"] == "hi"
+    assert events.parent(events.one("step_start")) == events.one("user_message", text="hi")
     assert {e["session_id"] for e in events.events} == {"case-9"}
     assert all(e["metadata"] == {"config": "v4"} for e in events.events)
 
@@ -49,8 +50,10 @@ def test_a_compiled_graph_stays_a_graph(ledger: Ledger, stored: Read) -> None:
     events = stored()
     assert len(events.of("tool_call")) == 2
     (root,) = events.roots()
-    assert root["data"]["kind"] == "graph"
-    assert events.kids(root, "user_message")[0]["data"]["text"] == "weather in Paris and Oslo?"
+    assert root["event"] == "user_message"
+    assert root["data"]["text"] == "weather in Paris and Oslo?"
+    (graph,) = events.kids(root, "step_start")
+    assert graph["data"]["kind"] == "graph"
 
 
 def test_a_graph_keeps_its_checkpointer_and_thread_session(ledger: Ledger, stored: Read) -> None:

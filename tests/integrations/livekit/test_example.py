@@ -38,10 +38,12 @@ def test_voice_agent_example_prints_the_session_tree(
     assert lines[0].startswith("session ") and lines[0].endswith(": 22 events"), lines[0]
     assert "session_start  scripted-voice-model" in lines
     assert "  user_message  'Hi, a table for four on Friday evening?'" in lines
-    # Parallel tools under the first request; the reply under the request they caused.
-    assert "      tool_call  opening_hours {}" in lines
-    assert '        tool_result  opening_hours "17:00-23:00"' in lines
+    # Parallel tools under the model output that asked for them; the reply under the
+    # request they caused; the next user message under the reply it answers.
+    assert "        tool_call  opening_hours {}" in lines
+    assert '          tool_result  opening_hours "17:00-23:00"' in lines
     assert any(
-        line.startswith("              assistant_response  'Friday at 8 pm") for line in lines
+        line.startswith("                assistant_response  'Friday at 8 pm") for line in lines
     )
+    assert "                  user_message  'Yes please, 8 pm, name is Ana.'" in lines
     assert "tools called: ['book_table', 'check_availability', 'opening_hours']" in lines

@@ -77,7 +77,6 @@ async def test_turn_with_one_tool_call(
         "speech_id": call["data"]["speech_id"],
     }
     assert call["data"]["speech_id"].startswith("speech_")
-    assert s.parent(call) is first
 
     tool_result = s.one("tool_result")
     assert s.parent(tool_result) is call
@@ -87,6 +86,8 @@ async def test_turn_with_one_tool_call(
 
     end_1 = s.one("llm_end", request_id="req-1")
     assert s.parent(end_1) is first
+    # The tool call descends from the model output that asked for it.
+    assert s.parent(call) is end_1
     assert end_1["data"]["token_usage"] == {
         "input_tokens": 20,
         "output_tokens": 5,
@@ -118,6 +119,7 @@ async def test_turn_with_one_tool_call(
         "session_start",
         "user_message",
         "llm_start",
+        "llm_end",
         "tool_call",
         "tool_result",
         "llm_start",
@@ -158,13 +160,13 @@ async def test_two_parallel_tool_calls(run_session: RunSession, stored: StoredRe
         ["Weather and time in Oslo?"],
     )
     s = stored()
-    first = s.of("llm_start")[0]
+    first_end = s.one("llm_end", request_id="req-1")
     calls = s.of("tool_call")
     assert {c["data"]["tool"]: c["data"]["args"] for c in calls} == {
         "get_weather": {"city": "Oslo"},
         "get_time": {"city": "Oslo"},
     }
-    assert all(s.parent(c) is first for c in calls)
+    assert all(s.parent(c) is first_end for c in calls)
     results = {r["data"]["call_id"]: r for r in s.of("tool_result")}
     assert set(results) == {"call-w", "call-t"}
     for call in calls:
@@ -224,21 +226,30 @@ async def test_two_turns_in_one_session(run_session: RunSession, stored: StoredR
     start = s.one("session_start")
     first_user, second_user = s.of("user_message")
     assert [u["data"]["text"] for u in (first_user, second_user)] == ["Weather in Lima?", "Thanks!"]
-    assert s.parent(first_user) is start and s.parent(second_user) is start
-
     replies = s.of("assistant_response")
     assert [r["data"]["text"] for r in replies] == ["Sunny in Lima.", "You're welcome."]
+    # The conversation goes on from the reply the user heard.
+    assert s.parent(first_user) is start and s.parent(second_user) is replies[0]
     assert "user_message" in s.ancestors(replies[0])
-    assert s.ancestors(replies[1]) == ["session_start", "user_message", "llm_start", "llm_end"]
-    # Each turn's steps descend from its own user message, and only from it.
+    assert s.ancestors(replies[1])[-4:] == [
+        "assistant_response",
+        "user_message",
+        "llm_start",
+        "llm_end",
+    ]
+    # Each turn's steps descend from its user message; the next turn from the reply.
     assert _turn_shape(s, first_user) == [
         "llm_start",
-        "  tool_call",
-        "    tool_result",
-        "      llm_start",
-        "        llm_end",
-        "          assistant_response",
         "  llm_end",
+        "    tool_call",
+        "      tool_result",
+        "        llm_start",
+        "          llm_end",
+        "            assistant_response",
+        "              user_message",
+        "                llm_start",
+        "                  llm_end",
+        "                    assistant_response",
     ]
     assert _turn_shape(s, second_user) == ["llm_start", "  llm_end", "    assistant_response"]
 
@@ -296,7 +307,7 @@ async def test_tool_arguments_that_do_not_fit(
     call = s.one("tool_call")
     assert call["data"]["tool"] == "get_weather"
     assert call["data"]["args"] == {"town": "Paris"}
-    assert s.parent(call)["event"] == "llm_start"
+    assert s.parent(call)["event"] == "llm_end"
     error = s.one("tool_error")
     assert s.parent(error) is call
     assert "Error parsing arguments" in error["data"]["error"]

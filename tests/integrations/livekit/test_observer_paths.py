@@ -49,8 +49,9 @@ async def test_handoff_descends_from_the_tool_that_handed_off(
             Reply("req-1", calls=[("transfer_to_billing", {}, "call-h")]),
             Reply("req-2", text="One moment."),
             Reply("req-3", text="Billing here, how can I help?"),
+            Reply("req-4", text="You owe 10 euros."),
         ],
-        ["I have a billing question."],
+        ["I have a billing question.", "How much do I owe?"],
         agent=FrontDesk(),
     )
     s = stored()
@@ -69,6 +70,21 @@ async def test_handoff_descends_from_the_tool_that_handed_off(
     greeting = s.one("assistant_response", text="Billing here, how can I help?")
     assert s.ancestors(greeting)[-3:] == ["step_start", "llm_start", "llm_end"]
     assert s.parent(s.one("step_end", name="billing_agent")) is billing
+    # Each model call names the agent that made it.
+    agents = [e["data"]["agent"] for e in s.of("llm_start")]
+    assert agents == ["front_desk", "front_desk", "billing_agent", "billing_agent"]
+    # The caller's next message goes on from the new agent's greeting, not from the session.
+    question = s.one("user_message", text="How much do I owe?")
+    assert s.parent(question) is greeting
+    assert billing["event_id"] in _ancestor_ids(s, question)
+
+
+def _ancestor_ids(s: Any, event: dict[str, Any]) -> list[str]:
+    found = []
+    while event["parent_id"] is not None:
+        found.append(event["parent_id"])
+        event = s.by_id[event["parent_id"]]
+    return found
 
 
 async def test_model_error_is_an_llm_error_of_its_request(

@@ -113,7 +113,7 @@ async def test_voice_turn_with_transcript_tool_and_latencies(
 
     call = s.one("tool_call")
     assert call["data"]["args"] == {"city": "Paris"}
-    assert s.ancestors(call) == ["session_start", "user_message", "llm_start"]
+    assert s.ancestors(call) == ["session_start", "user_message", "llm_start", "llm_end"]
     assert s.parent(s.one("tool_result")) is call
     reply = s.one("assistant_response")
     assert reply["data"]["text"] == "It is sunny in Paris."
@@ -143,7 +143,8 @@ async def test_barge_in_interrupts_the_reply(ledger: Ledger, stored: StoredReade
     assert s.parent(barge_in) is cut
     assert barge_in["data"] == {"reason": "barge_in", "speech_id": cut["data"]["speech_id"]}
     assert answer["data"] == {**answer["data"], "text": "It is noon.", "interrupted": False}
-    assert s.ancestors(answer) == ["session_start", "user_message", "llm_start", "llm_end"]
+    assert s.parent(second) is cut  # what the caller heard before talking over it
+    assert s.ancestors(answer)[-3:] == ["user_message", "llm_start", "llm_end"]
     assert s.by_id[s.parent(s.parent(s.parent(answer)))["event_id"]] is second
     assert s.parent(s.parent(s.parent(cut))) is first
 

@@ -58,7 +58,9 @@ def instrument(
     same process are not logged.
 
     Args:
-        crew: a ``crewai.Crew``; ``None`` logs every crew and flow of the process.
+        crew: a ``crewai.Crew`` (its runs by every kickoff method, and the copies
+            ``kickoff_for_each`` and its async variants run), a ``Flow`` instance (its runs and
+            everything they start), or ``None``: every crew and flow of the process.
         ledger: an :class:`agentledger.client.Ledger` (see :class:`SupportsLedger`).
         session_id: put every event into this session (default: one per kickoff).
         metadata: a JSON object attached as ``metadata`` to every event.
@@ -74,6 +76,8 @@ def instrument(
     Raises:
         ValueError: an option is out of range (an ``InvalidOptionError``, also a
             :class:`~agentledger.protocol.LedgerError`).
+        TypeError: ``crew`` is neither a ``Crew``, a ``Flow`` nor ``None`` (an
+            ``UnsupportedTargetError``, also a :class:`~agentledger.protocol.LedgerError`).
     """
     return LedgerCrewListener(
         ledger,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import importlib
+import logging
 import pkgutil
 import threading
 import time
@@ -21,15 +22,29 @@ from crewai.events.event_bus import CrewAIEventsBus, is_replaying
 
 from agentledger.client import capture_internal_exceptions
 from agentledger.integrations._shared import InvalidOptionError, max_scopes_option
+from agentledger.integrations.crewai._causes import (
+    Links,
+    asked_for_tools,
+    end_key,
+    end_links,
+    model_call_ready,
+    note_model_call,
+    read_links,
+    start_links,
+)
 from agentledger.integrations.crewai._events import RULES
 from agentledger.integrations.crewai._order import Sequencer
 from agentledger.integrations.crewai._scopes import Scope, ScopeTable
+from agentledger.integrations.crewai._targets import Target
 from agentledger.integrations.crewai._usage import Rollup
 from agentledger.integrations.crewai._values import Out, Role, Rule
+from agentledger.integrations.crewai._waits import Waits
 from agentledger.integrations.crewai._writer import LedgerWriter, SupportsLedger
 from agentledger.protocol import vocabulary as v
 
 __all__ = ["LedgerCrewListener"]
+
+logger = logging.getLogger("agentledger")
 
 
 def _event_classes(types: frozenset[str]) -> list[type[BaseEvent]]:
@@ -61,15 +76,16 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
 
     Constructing it registers its handlers on CrewAI's global event bus
     (``crewai_event_bus``, crewai 1.15): it then sees every crew run in the process, or only
-    ``crew``'s runs when one is given. :meth:`close` (or leaving the ``with`` block) removes the
-    handlers again.
+    the runs of ``crew`` (and of the copies CrewAI makes of it: ``kickoff_for_each`` and its
+    async variants) when one is given. :meth:`close` (or leaving the ``with`` block) removes
+    the handlers again.
 
     Args:
         ledger: an :class:`agentledger.client.Ledger` (see :class:`SupportsLedger`).
         session_id: put every event into this session; default: one session per root (each
             crew kickoff), its id derived from the kickoff's CrewAI event id.
-        crew: only log runs of this ``crewai.Crew`` (what ``instrument`` passes), or ``None``
-            for every crew and flow of the process.
+        crew: only log runs of this ``crewai.Crew`` or ``Flow`` (what ``instrument`` passes),
+            or ``None`` for every crew and flow of the process.
         metadata: a JSON object attached as ``metadata`` to every event.
         max_field_chars: strings longer than this (characters) are cut with a marker naming
             the original size.
@@ -83,6 +99,7 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
     Raises:
         ValueError: ``max_field_chars``, ``max_scopes``, ``flush_timeout_s`` or
             ``max_wait_s`` out of range.
+        TypeError: ``crew`` is neither a ``Crew``, a ``Flow`` nor ``None``.
     """
 
     def __init__(
@@ -109,8 +126,9 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
             metadata=metadata,
             max_known=max_scopes,
             max_pending=max_scopes,
+            on_error=lambda: self._internal_error("crewai.log"),
         )
-        self._crew = crew
+        self._target = Target(crew)
         self._max_chars = max_field_chars
         self._flush_timeout_s = flush_timeout_s
         self._scopes = ScopeTable(max_scopes)
@@ -120,6 +138,8 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
         self._lock = threading.Lock()
         self._internal_errors = 0
         self._late_usage = 0
+        self._refused = 0
+        self._waits = Waits()  # writes waiting for what they were computed from
         self._registered: list[type[BaseEvent]] = []
         self._bus: CrewAIEventsBus | None = None
         super().__init__()  # calls setup_listeners(crewai_event_bus)
@@ -167,6 +187,14 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
         from that step's roll-up (0 in normal runs: CrewAI's pool starts handlers in
         emission order, and a task ends milliseconds after its last model call)."""
         return self._late_usage
+
+    @property
+    def refused_kickoffs(self) -> int:
+        """Kickoffs not logged although they look like the instrumented crew (same agents and
+        tasks) or flow (same class): each was also warned about on the ``agentledger``
+        logger. A crew built again from the same definition is such a kickoff; instrument it
+        too, or instrument its flow."""
+        return self._refused
 
     @property
     def reordered_events(self) -> int:
@@ -235,6 +263,8 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
         deadline = time.monotonic() + budget
         crewai_event_bus.flush(timeout=budget)
         self._sequencer.release()
+        with self._sequencer.lock:
+            self._waits.release_all()
         self._writer.release_orphans()
         return self._ledger.flush(timeout_s=max(0.0, deadline - time.monotonic()))
 
@@ -272,12 +302,18 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
 
     # ----------------------------------------------------------------- mapping
 
-    def _is_watched_kickoff(self, source: Any, event: BaseEvent) -> bool:
-        """Whether ``event`` starts a kickoff of the crew given to ``instrument``."""
-        return (
-            self._crew is not None
-            and event.type == "crew_kickoff_started"
-            and (source is self._crew or getattr(source, "id", None) == self._crew.id)
+    def _refuse(self, source: Any, event: BaseEvent) -> None:
+        """Count and warn about a kickoff that looks like the target but is not logged."""
+        with self._lock:
+            self._refused += 1
+        logger.warning(
+            "agentledger: a %s like the instrumented one (%s %r, CrewAI id %s) was kicked off "
+            "but is neither it nor a copy of it, so it is not logged; pass it to instrument() "
+            "too, or instrument the flow that runs it",
+            self._target.kind,
+            type(source).__name__,
+            getattr(source, "name", None) or getattr(event, "flow_name", None),
+            getattr(source, "id", None),
         )
 
     def _handle(self, source: Any, event: BaseEvent) -> None:
@@ -293,13 +329,15 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
 
     def _handle_start(self, rule: Rule, source: Any, event: BaseEvent) -> None:
         parent_key = event.parent_event_id
-        if self._is_watched_kickoff(source, event):
-            # the watched crew is a root of its own, even when it runs inside a flow the
-            # listener does not log
+        if self._target.runs(source, event.type):
+            # the watched crew (or flow, or a copy of the crew) is a root of its own, even
+            # when it runs inside a flow the listener does not log
             parent_key, parent, included = None, None, True
         else:
             parent = self._scopes.get(parent_key)
-            included = parent.included if parent is not None else self._crew is None
+            included = parent.included if parent is not None else self._target.everything
+            if not included and self._target.resembles(source, event.type):
+                self._refuse(source, event)
         outs = rule.build(source, event, self._max_chars) if included else []
         main = outs[-1].data if outs else {}
         name = main.get("name") or main.get("tool") or main.get("model") or rule.kind
@@ -312,10 +350,28 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
             rollup=Rollup() if rule.rollup else None,
             included=included,
             call_id=getattr(event, "call_id", None) if rule.kind == "llm" else None,
+            task_id=main.get("task_id") if rule.kind == "task" else None,
         )
         self._scopes.open(scope)
-        if included:
-            self._emit(outs, event, parent_key, None, key=event.event_id)
+        if not included:
+            return
+        if rule.kind == "llm" and parent is not None:
+            self._model_call(outs, event, parent_key, parent)
+            return
+        links = start_links(rule.kind, event, parent_key, parent)
+        self._emit(outs, event, links, None, key=event.event_id)
+
+    def _model_call(
+        self, outs: list[Out], event: BaseEvent, parent_key: str | None, parent: Scope
+    ) -> None:
+        """Write a model call's start once what it read is known (:func:`model_call_ready`)."""
+        previous = note_model_call(event, parent)
+
+        def emit() -> None:
+            links = read_links(parent_key, parent, previous)
+            self._emit(outs, event, links, None, key=event.event_id)
+
+        self._waits.run_or_hold(parent, lambda: model_call_ready(parent, previous), emit)
 
     def _handle_end(self, rule: Rule, source: Any, event: BaseEvent) -> None:
         call_id = getattr(event, "call_id", None) if rule.kind == "llm" else None
@@ -328,14 +384,26 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
             enclosing = self._scopes.get(event.parent_event_id)
             if enclosing is not None and not enclosing.included:
                 return
-            if enclosing is None and self._crew is not None:
+            if enclosing is None and not self._target.everything:
                 return  # cannot tell whether it belongs to the watched crew
         outs = rule.build(source, event, self._max_chars)
         main = outs[-1]
         if scope is not None:
             self._finish_data(scope, main, event)
         parent_crewai = start_id or event.parent_event_id
-        self._emit(outs, event, parent_crewai, parent_crewai)
+        asked = main.event == v.LLM_END and asked_for_tools(main.data)
+
+        def finish() -> None:
+            links = end_links(scope, parent_crewai, asked=asked)
+            key = end_key(start_id) if start_id else None
+            self._emit(outs, event, links, parent_crewai, key=key)
+            if scope is not None:
+                self._waits.pump(scope.parent)  # what waited for this end
+
+        if scope is None:
+            finish()
+        else:  # an end names what produced it: wait for the agent or task inside to end
+            self._waits.run_or_hold(scope, lambda: not scope.open_children, finish)
 
     def _finish_data(self, scope: Scope, main: Out, event: BaseEvent) -> None:
         """Add what needs the start: duration, the start's tool name, usage roll-ups."""
@@ -359,28 +427,28 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
         enclosing = self._scopes.get(event.parent_event_id)
         if enclosing is not None and not enclosing.included:
             return
-        if enclosing is None and self._crew is not None:
+        if enclosing is None and not self._target.everything:
             return
         outs = rule.build(source, event, self._max_chars)
-        self._emit(outs, event, event.parent_event_id, event.parent_event_id)
+        self._emit(outs, event, Links(event.parent_event_id), event.parent_event_id)
 
     def _emit(
         self,
         outs: list[Out],
         event: BaseEvent,
-        parent_crewai_id: str | None,
+        links: Links,
         extra_parent_crewai_id: str | None,
         *,
         key: str | None = None,
     ) -> None:
-        """Write ``outs``: the main event (no suffix) under ``parent_crewai_id`` (and known to
-        children as ``key``); extra events under ``extra_parent_crewai_id`` (the scope's
-        start), else under the main event."""
+        """Write ``outs``: the main event (no suffix) with ``links`` (and known to children as
+        ``key``); extra events under ``extra_parent_crewai_id`` (the scope's start), else
+        under the main event."""
         for out in outs:
             if out.suffix:
-                parent, own_key = extra_parent_crewai_id or key, None
+                main_links, own_key = Links(extra_parent_crewai_id or key), None
             else:
-                parent, own_key = parent_crewai_id, key
+                main_links, own_key = links, key
             self._writer.write(
                 out.event,
                 out.data,
@@ -388,5 +456,7 @@ class LedgerCrewListener(BaseEventListener):  # type: ignore[misc, unused-ignore
                 key=own_key,
                 crewai_id=event.event_id,
                 suffix=out.suffix,
-                parent_key=parent,
+                parent_key=main_links.parent_key,
+                causes=main_links.causes,
+                scope_key=main_links.scope_key,
             )

@@ -79,6 +79,11 @@ class Sequencer:
         self.released_early = 0
 
     @property
+    def lock(self) -> threading.Lock:
+        """The lock deliveries run under (hold it to touch what they touch)."""
+        return self._lock
+
+    @property
     def held(self) -> int:
         """Events waiting for their cause right now."""
         with self._lock:

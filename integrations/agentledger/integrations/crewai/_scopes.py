@@ -38,6 +38,19 @@ class Scope:
         rollup: token totals of the model calls below (task and crew scopes only).
         included: False when the scope belongs to a crew the listener does not watch.
         call_id: CrewAI's ``call_id`` of a model call (pairs start and end).
+        last_llm: CrewAI id of the latest model call started directly inside this scope.
+        inputs: writer keys of the tool outcomes inside this scope since that model call
+            (what the next model call reads).
+        produced_by: writer key of the event whose output is this scope's output (an
+            agent's last model call, a task's agent, a crew's last task).
+        task_id: CrewAI's task id (task scopes).
+        done: ``(task id, start id)`` of the tasks finished so far (crew scopes).
+        open_tools: tool uses started directly inside this scope and not ended yet.
+        llms: ``(CrewAI emission sequence, start id)`` of the model calls started directly
+            inside this scope.
+        llm_ended: start id -> whether that model call's output asked for tools, once it
+            ended.
+        open_children: agent and task scopes started directly inside and not ended yet.
     """
 
     crewai_id: str
@@ -48,6 +61,15 @@ class Scope:
     rollup: Rollup | None = None
     included: bool = True
     call_id: str | None = field(default=None)
+    last_llm: str | None = None
+    inputs: list[str] = field(default_factory=list)
+    produced_by: str | None = None
+    task_id: str | None = None
+    done: list[tuple[str, str]] = field(default_factory=list)
+    open_tools: int = 0
+    llms: list[tuple[int, str]] = field(default_factory=list)
+    llm_ended: dict[str, bool] = field(default_factory=dict)
+    open_children: int = 0
 
     def ancestors(self) -> Iterator[Scope]:
         """This scope, then each enclosing one up to the root."""

@@ -1,9 +1,11 @@
 """Hand mapped CrewAI events to the ledger so links and sessions never depend on arrival order.
 
-Each event names its parent by CrewAI's id (``parent_key``). The writer remembers the ledger
-id of each logged scope start and holds back an event whose parent is not logged yet,
-releasing it right after the parent, so parents always reach the ledger's queue before their
-children whatever order CrewAI's thread pool delivers them in. Events still waiting when
+Each event names its parent and its further causes by writer keys (``parent_key``,
+``causes``): CrewAI's id of a scope start, or ``end:<start id>`` of the event closing it. The
+writer remembers the ledger id of each logged keyed event and holds back an event whose
+parent or causes are not logged yet, releasing it right after the last of them, so causes
+always reach the ledger's queue before their effects whatever order CrewAI's thread pool
+delivers them in. Events still waiting when
 :meth:`LedgerWriter.release_orphans` runs (their parent never came: e.g. a scope opened
 before the listener existed) are logged as roots, as the vocabulary asks of an unknown
 enclosing run.
@@ -23,15 +25,18 @@ Both maps are bounded: ``max_known`` remembered starts (LRU) and
 from __future__ import annotations
 
 import datetime as dt
-import inspect
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agentledger.integrations._shared import InvalidOptionError, TimedLedgerLike
+from agentledger.integrations._shared import (
+    InvalidOptionError,
+    TimedLedgerLike,
+    accepts_keywords,
+)
 
 __all__ = ["EVENT_ID_NAMESPACE", "LedgerWriter", "SupportsLedger", "ledger_event_id"]
 
@@ -70,15 +75,7 @@ class SupportsLedger(TimedLedgerLike, Protocol):
 
 def accepts_event_id(log: Callable[..., Any]) -> bool:
     """Whether a ``log`` callable takes a caller-supplied ``event_id`` keyword."""
-    try:
-        parameters = inspect.signature(log).parameters
-    except (TypeError, ValueError):
-        return False
-    parameter = parameters.get("event_id")
-    return parameter is not None and parameter.kind in (
-        inspect.Parameter.KEYWORD_ONLY,
-        inspect.Parameter.POSITIONAL_OR_KEYWORD,
-    )
+    return accepts_keywords(log, "event_id")
 
 
 @dataclass(slots=True)
@@ -86,10 +83,12 @@ class _Item:
     event: str
     data: dict[str, Any]
     timestamp: dt.datetime | None
-    key: str | None  # CrewAI id of a scope start (children name it); None for other events
+    key: str | None  # writer key effects name it by (a start's CrewAI id, "end:<start id>")
     crewai_id: str  # the CrewAI event it was built from
     suffix: str  # "" for the main event, a label for an extra one
     parent_key: str | None
+    causes: tuple[tuple[str, str], ...]  # (writer key, edge kind)
+    scope_key: str | None
 
     def own_id(self) -> str:
         """The derived ledger id (used when the ledger takes ``event_id=``)."""
@@ -103,8 +102,11 @@ class LedgerWriter:
         ledger: see :class:`SupportsLedger`.
         session_id: fixed session of every event, or ``None`` (one per root).
         metadata: ``metadata`` of every event.
-        max_known: scope starts whose ledger id and session are remembered (LRU).
+        max_known: logged events whose ledger id and session are remembered (LRU).
         max_pending: events held back waiting for their parent, at most.
+        on_error: called (inside the ``except`` block) for each event the ledger raised
+            on; without it the first such exception is re-raised after the others are
+            logged.
 
     Raises:
         ValueError: ``max_known`` or ``max_pending`` below 1.
@@ -118,6 +120,7 @@ class LedgerWriter:
         metadata: Mapping[str, Any] | None,
         max_known: int,
         max_pending: int,
+        on_error: Callable[[], None] | None = None,
     ) -> None:
         if max_known < 1 or max_pending < 1:
             raise InvalidOptionError("max_known and max_pending must be at least 1")
@@ -125,6 +128,8 @@ class LedgerWriter:
         self._session_id = session_id
         self._metadata = dict(metadata) if metadata else None
         self._derived = accepts_event_id(ledger.log)
+        self._links = accepts_keywords(ledger.log, "caused_by", "scope_id")
+        self._on_error = on_error
         self._max_known = max_known
         self._max_pending = max_pending
         self._lock = threading.RLock()
@@ -155,8 +160,10 @@ class LedgerWriter:
         crewai_id: str,
         suffix: str = "",
         parent_key: str | None,
+        causes: Sequence[tuple[str, str]] = (),
+        scope_key: str | None = None,
     ) -> None:
-        """Log one event now, or as soon as its parent is logged.
+        """Log one event now, or as soon as its parent and causes are logged.
 
         Args:
             event: vocabulary event type.
@@ -167,20 +174,16 @@ class LedgerWriter:
             crewai_id: the CrewAI event id it was built from.
             suffix: ``""`` for the main event; a label for an extra event built from the
                 same CrewAI event (see :func:`ledger_event_id`).
-            parent_key: the CrewAI id of the parent scope start, or ``None`` for a root.
+            parent_key: the writer key of the primary cause, or ``None`` for a root.
+            causes: ``(writer key, edge kind)`` of further causes (an entry naming
+                ``parent_key`` labels the parent edge).
+            scope_key: the writer key of the enclosing step, when it is not the parent.
         """
-        item = _Item(event, data, timestamp, key, crewai_id, suffix, parent_key)
+        item = _Item(
+            event, data, timestamp, key, crewai_id, suffix, parent_key, tuple(causes), scope_key
+        )
         with self._lock:
-            if parent_key is None:
-                self._log(item, None, self._session_id or session_of(key or crewai_id))
-                return
-            known = self._known.get(parent_key)
-            if known is not None:
-                self._log(item, known[0], known[1])
-            else:
-                # Held even with derived ids: a parent that never comes (a listener created
-                # mid-run) must leave a root, not a dangling link (vocabulary rule).
-                self._hold(item, parent_key)
+            self._log(item)
 
     def release_orphans(self) -> int:
         """Log every held event as a root (its parent never came); returns how many."""
@@ -207,23 +210,63 @@ class LedgerWriter:
                 self._orphan(old)
 
     def _orphan(self, item: _Item) -> None:
-        self.orphans += 1
-        self._log(item, None, self._session_id or session_of(item.parent_key or item.crewai_id))
+        """Log a held event now: with the causes that were logged; a root if its parent was
+        not (an unknown enclosing run leaves a root, never a dangling link)."""
+        self._log(item, waiting=False)
 
-    def _log(self, first: _Item, parent_id: str | None, session: str) -> None:
-        """Log ``first``, then every held descendant it unblocks (parents first).
+    def _unknown(self, item: _Item) -> str | None:
+        """The first of ``item``'s parent and causes not logged yet."""
+        for key in (item.parent_key, *(cause for cause, _ in item.causes)):
+            if key is not None and key not in self._known:
+                return key
+        return None
+
+    def _links_of(self, item: _Item) -> dict[str, Any]:
+        """``parent_id``, ``session_id``, ``caused_by`` and ``scope_id`` of ``item``."""
+        known = self._known.get(item.parent_key) if item.parent_key is not None else None
+        if known is not None:
+            parent, session = known
+        else:
+            if item.parent_key is not None:
+                self.orphans += 1
+            root = item.parent_key or item.key or item.crewai_id
+            parent, session = None, self._session_id or session_of(root)
+        links: dict[str, Any] = {"session_id": session, "parent_id": parent}
+        if not self._links:
+            return links
+        causes = [
+            (self._known[key][0], kind)
+            for key, kind in item.causes
+            if key in self._known and (key != item.parent_key or parent is not None)
+        ]
+        if causes:
+            links["caused_by"] = causes
+        scope = self._known.get(item.scope_key) if item.scope_key is not None else None
+        if scope is not None and scope[0] != parent:
+            links["scope_id"] = scope[0]
+        return links
+
+    def _log(self, first: _Item, *, waiting: bool = True) -> None:
+        """Log ``first`` (or hold it while ``waiting`` for an unlogged cause), then every held
+        event it unblocks (causes first).
 
         If the ledger raises for one event, the others are still logged; the first error is
-        re-raised at the end (the children of an event that failed stay held and become
-        orphans at :meth:`release_orphans`).
+        re-raised at the end (the effects of an event that failed stay held and are logged
+        without it at :meth:`release_orphans`).
         """
-        stack = [(first, parent_id, session)]
+        stack = [first]
         error: Exception | None = None
         while stack:
-            item, parent, sess = stack.pop()
+            item = stack.pop()
+            unknown = self._unknown(item) if waiting or item is not first else None
+            if unknown is not None:
+                # Held even with derived ids: a cause that never comes (a listener created
+                # mid-run) must not leave a dangling link.
+                self._hold(item, unknown)
+                continue
+            links = self._links_of(item)
             kwargs: dict[str, Any] = {
-                "session_id": sess,
-                "parent_id": parent,
+                **links,
                 "metadata": self._metadata,
                 "timestamp": item.timestamp,
             }
@@ -232,18 +275,20 @@ class LedgerWriter:
             try:
                 ref = self._ledger.log(item.event, item.data, **kwargs)
             except Exception as exc:
-                error = error or exc
+                if self._on_error is None:
+                    error = error or exc
+                else:
+                    self._on_error()
                 continue
             if item.key is None:
                 continue
-            ledger_id = ref.event_id
-            self._known[item.key] = (ledger_id, sess)
+            self._known[item.key] = (ref.event_id, links["session_id"])
             self._known.move_to_end(item.key)
             while len(self._known) > self._max_known:
                 self._known.popitem(last=False)
             children = self._pending.pop(item.key, None)
             if children:
                 self._pending_count -= len(children)
-                stack.extend((child, ledger_id, sess) for child in reversed(children))
+                stack.extend(reversed(children))
         if error is not None:
             raise error

@@ -12,11 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-from langchain_core.messages import AIMessage, HumanMessage
-
+from agentledger.integrations.langchain._answer import final_answer, structured_answer
 from agentledger.integrations.langchain._core import elapsed_ms, hook
 from agentledger.integrations.langchain._model_hooks import ModelHooks
-from agentledger.integrations.langchain._runs import Run, Trace
+from agentledger.integrations.langchain._runs import ModelOutput, Run
 from agentledger.integrations.langchain._values import document_to_data, trim
 from agentledger.protocol import vocabulary as v
 
@@ -29,6 +28,12 @@ CUSTOM_EVENT = v.CUSTOM_EVENT
 _POSITION_TAG_PREFIXES = ("seq:step:", "graph:step:", "map:key:")
 _HIDDEN_TAG = "langsmith:hidden"
 _GRAPH_INTEGRATIONS = frozenset({"langgraph", "langchain_create_agent"})
+
+
+def _is_model_structured(outputs: Any, latest: ModelOutput) -> bool:
+    """Whether a dict output is the structured answer of the run's latest model call: the
+    arguments of a tool call it requested (``with_structured_output``)."""
+    return isinstance(outputs, Mapping) and any(outputs == args for args in latest.tool_args)
 
 
 class LedgerCallbackHandler(ModelHooks):
@@ -76,11 +81,15 @@ class LedgerCallbackHandler(ModelHooks):
     ) -> None:
         """``step_start`` with ``name``, ``kind``, ``inputs`` and LangGraph position fields."""
         trace, parent_id, is_root = self._enclosing(parent_run_id, metadata)
+        if is_root:  # the run's root step is caused by the user turn it was started with
+            parent_id = self._log_user_turn(inputs, trace)
         name = kwargs.get("name") or (serialized or {}).get("name") or "chain"
         meta = metadata or {}
         started = time.perf_counter()
+        clock = trace.conversation.now()
         if tags and _HIDDEN_TAG in tags:  # internal plumbing: children attach to the parent
-            self._runs.add(run_id, Run(parent_id, trace, "hidden", name, started, is_root))
+            run = Run(parent_id, trace, "hidden", name, started, is_root, clock=clock)
+            self._runs.add(run_id, run)
             return
         node = meta.get("langgraph_node")
         if node is not None and name == node:
@@ -101,23 +110,9 @@ class LedgerCallbackHandler(ModelHooks):
         if user_tags:
             data["tags"] = user_tags
         event_id = self._log(v.STEP_START, data, trace, parent_id)
-        self._runs.add(run_id, Run(event_id, trace, kind, name, started, is_root))
         if is_root:
-            self._log_user_message(inputs, trace, event_id)
-
-    def _log_user_message(self, inputs: Any, trace: Trace, parent_id: str) -> None:
-        messages = inputs.get("messages") if isinstance(inputs, Mapping) else None
-        if not isinstance(messages, Sequence) or not messages:
-            return
-        last = messages[-1]
-        text: Any
-        if isinstance(last, HumanMessage):
-            text = last.text
-        elif isinstance(last, Mapping) and last.get("role") in ("user", "human"):
-            text = last.get("content")
-        else:
-            return
-        self._log(v.USER_MESSAGE, {"text": self._data(text), "role": "user"}, trace, parent_id)
+            trace.root_event = event_id
+        self._runs.add(run_id, Run(event_id, trace, kind, name, started, is_root, clock=clock))
 
     @hook
     def on_chain_end(
@@ -128,13 +123,15 @@ class LedgerCallbackHandler(ModelHooks):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        """``step_end`` with ``outputs``; a root run ending on an AI message also logs
-        ``assistant_response``."""
+        """``step_end`` with ``outputs``; a root run ending on its answer (an AI message, a
+        structured response, a string from a model) also logs ``assistant_response``."""
         run = self._runs.pop(run_id)
         if run is None or run.kind == "hidden":
             return
         if run.is_root:
-            self._log_assistant_response(outputs, run)
+            if "inputs" in kwargs and run.trace.user_event is None:
+                self._log_user_turn(kwargs["inputs"], run.trace, late=True)
+            self._log_run_answer(outputs, run)
         data: dict[str, Any] = {
             "name": run.name,
             "kind": run.kind,
@@ -145,21 +142,26 @@ class LedgerCallbackHandler(ModelHooks):
             data["inputs"] = self._data(kwargs["inputs"])
         self._log(v.STEP_END, data, run.trace, run.event_id)
 
-    def _log_assistant_response(self, outputs: Any, run: Run) -> None:
-        messages = outputs.get("messages") if isinstance(outputs, Mapping) else None
-        if not isinstance(messages, Sequence) or not messages:
-            return
-        last = messages[-1]
-        if not isinstance(last, AIMessage) or last.tool_calls:
-            return
+    def _log_run_answer(self, outputs: Any, run: Run) -> None:
+        """``assistant_response`` for the answer in a root run's outputs, caused by the model
+        output that produced it: the ``llm_end`` of its AI message (by message id), else the
+        run's latest ``llm_end``. A run no model answered in logs none."""
         trace = run.trace
-        parent = (last.id and trace.message_events.get(last.id)) or trace.last_llm_end
-        self._log(
-            v.ASSISTANT_RESPONSE,
-            {"text": self._data(last.text)},
-            trace,
-            parent or run.event_id,
-        )
+        latest = trace.last_output
+        answer = final_answer(outputs, self._max_chars)
+        if answer is None and latest is not None and _is_model_structured(outputs, latest):
+            answer = structured_answer(outputs, self._max_chars)
+        if answer is None:
+            return
+        producer = None
+        if answer.message is not None:
+            producer = trace.conversation.produced_by(answer.message.id)
+            if producer is None and latest is not None and latest.text == answer.text:
+                producer = latest.event_id
+        elif latest is not None:
+            producer = latest.event_id
+        if producer is not None:
+            self._log_answer(answer, trace, producer)
 
     @hook
     def on_chain_error(
@@ -193,7 +195,8 @@ class LedgerCallbackHandler(ModelHooks):
         """No event yet: ``retrieval`` is logged once the documents are known."""
         trace, parent_id, is_root = self._enclosing(parent_run_id, metadata)
         name = kwargs.get("name") or (serialized or {}).get("name") or "retriever"
-        run = Run(parent_id, trace, "retriever", name, time.perf_counter(), is_root, query=query)
+        started, clock = time.perf_counter(), trace.conversation.now()
+        run = Run(parent_id, trace, "retriever", name, started, is_root, query=query, clock=clock)
         self._runs.add(run_id, run)
 
     @hook
@@ -219,7 +222,8 @@ class LedgerCallbackHandler(ModelHooks):
             "documents": docs,
             "duration_ms": elapsed_ms(run.started_s),
         }
-        self._log(v.RETRIEVAL, data, run.trace, run.event_id)
+        event_id = self._log(v.RETRIEVAL, data, run.trace, run.event_id)
+        run.trace.conversation.add_input(event_id)  # a later model call reads the documents
 
     @hook
     def on_retriever_error(

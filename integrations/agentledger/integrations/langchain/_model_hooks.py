@@ -1,8 +1,10 @@
 """The model and tool hooks of the LangChain handler.
 
 A model call logs ``llm_start`` / ``llm_end`` (or ``llm_error``); a tool call it requested logs
-``tool_call`` under that ``llm_end`` (matched by ``tool_call_id``) and its ``tool_result`` or
-``tool_error``; the next model call names the results it reads (``tool_result_ids``).
+``tool_call`` caused by that ``llm_end`` (matched by ``tool_call_id``) and its ``tool_result`` or
+``tool_error``; the next model call is caused by the inputs it reads (tool results, the user's
+message, retrievals) and lists the tool results at the end of its prompt in
+``tool_result_ids``.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import LLMResult
 
 from agentledger.integrations._shared import tool_names
+from agentledger.integrations.langchain._answer import Answer
 from agentledger.integrations.langchain._core import HandlerCore, elapsed_ms, hook
-from agentledger.integrations.langchain._runs import Run, Trace
+from agentledger.integrations.langchain._runs import ModelOutput, Run, Trace
 from agentledger.integrations.langchain._usage import (
     finish_reason,
     model_name,
@@ -25,6 +28,8 @@ from agentledger.integrations.langchain._usage import (
     usage_from_result,
 )
 from agentledger.integrations.langchain._values import (
+    command_to_data,
+    is_langgraph_object,
     message_to_data,
     tool_calls_to_data,
     tool_content,
@@ -33,6 +38,20 @@ from agentledger.integrations.langchain._values import (
 from agentledger.protocol import vocabulary as v
 
 __all__ = ["ModelHooks"]
+
+
+def _command_tool_message(command: Any, call_id: str | None) -> ToolMessage | None:
+    """The tool message a ``Command`` returned by a tool carries in its update (the one for
+    ``call_id`` when there are several)."""
+    update = getattr(command, "update", None)
+    messages = update.get("messages") if isinstance(update, Mapping) else None
+    if not isinstance(messages, Sequence) or isinstance(messages, str):
+        return None
+    tool_messages = [m for m in messages if isinstance(m, ToolMessage)]
+    for message in tool_messages:
+        if message.tool_call_id == call_id:
+            return message
+    return tool_messages[-1] if tool_messages else None
 
 
 class ModelHooks(HandlerCore):
@@ -53,30 +72,46 @@ class ModelHooks(HandlerCore):
         **kwargs: Any,
     ) -> None:
         """``llm_start`` with ``model``, ``provider``, ``messages`` and ``tool_result_ids``
-        (event ids of the tool results this call reads, matched by ``tool_call_id``)."""
-        trace, parent_id, is_root = self._enclosing(parent_run_id, metadata)
+        (event ids of the tool results at the end of its prompt, matched by ``tool_call_id``).
+
+        Its cause is the newest input it reads (see :meth:`_start_model`); a model called with
+        no enclosing run (``model.invoke(...)``) first logs the user turn of its messages."""
+        trace, scope_id, is_root = self._enclosing(parent_run_id, metadata)
+        if is_root:
+            self._log_user_turn(messages[0] if len(messages) == 1 else None, trace)
         batch = [[message_to_data(m, self._max_chars) for m in prompt] for prompt in messages]
         data = self._model_start_data(serialized, metadata, kwargs)
         data["messages"] = batch[0] if len(batch) == 1 else batch
-        read = self._tool_results_read(messages[-1] if messages else [], trace)
-        if read:
-            data["tool_result_ids"] = read
-        event_id = self._log(v.LLM_START, data, trace, parent_id)
-        name = data["model"] or "model"
-        self._runs.add(run_id, Run(event_id, trace, "llm", name, time.perf_counter(), is_root))
+        prompt = messages[-1] if messages else []
+        tail = trace.conversation.tool_results_in(prompt)
+        if tail:
+            data["tool_result_ids"] = tail
+        since = self._clock_of(parent_run_id, trace)
+        self._start_model(run_id, data, trace, scope_id, is_root, prompt, since)
 
-    @staticmethod
-    def _tool_results_read(prompt: Sequence[BaseMessage], trace: Trace) -> list[str]:
-        """Event ids of the tool results at the end of ``prompt`` (after the last AI turn)."""
-        read: list[str] = []
-        for message in reversed(prompt):
-            if not isinstance(message, ToolMessage):
-                break
-            event_id = trace.call_results.get(message.tool_call_id)
-            if event_id:
-                read.append(event_id)
-        read.reverse()
-        return read
+    def _start_model(
+        self,
+        run_id: UUID,
+        data: dict[str, Any],
+        trace: Trace,
+        scope_id: str | None,
+        is_root: bool,
+        prompt: Sequence[BaseMessage],
+        since: int,
+    ) -> None:
+        """Log ``llm_start`` caused by the inputs it reads (the user's message, tool results,
+        retrievals new to it: ``Conversation.reads``), the newest one as ``parent_id``; with
+        none, the enclosing step. ``since``: the conversation's clock when the enclosing step
+        started."""
+        reads, mark = trace.conversation.reads(prompt, since)
+        parent_id = reads[-1] if reads else scope_id
+        causes = [(event_id, v.EDGE_READ) for event_id in reads]
+        event_id = self._log(
+            v.LLM_START, data, trace, parent_id, caused_by=causes, scope_id=scope_id
+        )
+        name = data["model"] or "model"
+        run = Run(event_id, trace, "llm", name, time.perf_counter(), is_root, clock=mark)
+        self._runs.add(run_id, run)
 
     def _model_start_data(
         self,
@@ -114,13 +149,14 @@ class ModelHooks(HandlerCore):
         **kwargs: Any,
     ) -> None:
         """``llm_start`` for completion (string-prompt) models; ``messages`` are the prompts."""
-        trace, parent_id, is_root = self._enclosing(parent_run_id, metadata)
+        trace, scope_id, is_root = self._enclosing(parent_run_id, metadata)
+        if is_root and len(prompts) == 1:
+            self._log_user_turn(prompts[0], trace)
         data = self._model_start_data(serialized, metadata, kwargs)
         texts = [trim(p, self._max_chars) for p in prompts]
         data["messages"] = [{"role": "prompt", "content": t} for t in texts]
-        event_id = self._log(v.LLM_START, data, trace, parent_id)
-        name = data["model"] or "model"
-        self._runs.add(run_id, Run(event_id, trace, "llm", name, time.perf_counter(), is_root))
+        since = self._clock_of(parent_run_id, trace)
+        self._start_model(run_id, data, trace, scope_id, is_root, (), since)
 
     @hook
     def on_llm_new_token(
@@ -159,7 +195,7 @@ class ModelHooks(HandlerCore):
         run = self._runs.pop(run_id)
         if run is None:  # end without a start we saw: log it as its own root
             trace, _, _ = self._enclosing(parent_run_id, None)
-            run = Run(None, trace, "llm", "model", time.perf_counter(), True)
+            run = Run(None, trace, "llm", "model", time.perf_counter())
         generation = next((g for batch in response.generations for g in batch), None)
         message = getattr(generation, "message", None)
         model = response_model(response) or (run.name if run.name != "model" else None)
@@ -185,14 +221,22 @@ class ModelHooks(HandlerCore):
                 trim(g.text, self._max_chars) for batch in response.generations for g in batch
             ]
         event_id = self._log(v.LLM_END, data, run.trace, run.event_id)
+        self._model_answered(run, event_id, message, generation.text if generation else "")
+
+    def _model_answered(self, run: Run, event_id: str, message: Any, text: str) -> None:
+        """Record a completed model call: what it read is read, its message and tool calls
+        are linked to its ``llm_end``; a model called on its own logs its answer."""
         trace = run.trace
-        trace.last_llm_end = event_id
-        if message is not None and message.id:
-            self._runs.link(trace.message_events, message.id, event_id)
-        for call in tool_calls or ():
-            call_id = call.get("id")
-            if call_id:
-                self._runs.link(trace.call_parents, call_id, event_id)
+        conversation = trace.conversation
+        conversation.model_done(run.clock, getattr(message, "id", None))
+        calls = message.tool_calls if isinstance(message, AIMessage) else []
+        call_ids = [call_id for c in calls if (call_id := c.get("id"))]
+        conversation.model_output(event_id, getattr(message, "id", None), call_ids)
+        args = tuple(c.get("args") for c in calls)
+        trace.last_output = ModelOutput(event_id, text, args)
+        if run.is_root and not calls:
+            answer = Answer(text, message if isinstance(message, AIMessage) else None)
+            self._log_answer(answer, trace, event_id)
 
     @hook
     def on_llm_error(
@@ -226,14 +270,23 @@ class ModelHooks(HandlerCore):
     ) -> None:
         """``tool_call`` with ``tool`` (``serialized["name"]``), ``args`` as an object (H04)
         and ``call_id``; its parent is the ``llm_end`` that requested the call, if seen."""
-        trace, parent_id, is_root = self._enclosing(parent_run_id, metadata)
+        trace, scope_id, is_root = self._enclosing(parent_run_id, metadata)
         tool = (serialized or {}).get("name") or kwargs.get("name") or "tool"
         call_id = kwargs.get("tool_call_id")
         args = self._data(inputs) if isinstance(inputs, Mapping) else {"input": input_str}
         data = {"tool": tool, "args": args, "call_id": call_id}
-        requested_by = trace.call_parents.get(call_id) if call_id else None
-        event_id = self._log(v.TOOL_CALL, data, trace, requested_by or parent_id)
-        run = Run(event_id, trace, "tool", tool, time.perf_counter(), is_root, call_id=call_id)
+        requested_by = trace.conversation.requested_by(call_id)
+        event_id = self._log(
+            v.TOOL_CALL,
+            data,
+            trace,
+            requested_by or scope_id,
+            caused_by=[(requested_by, v.EDGE_REQUESTED)] if requested_by else (),
+            scope_id=scope_id,
+        )
+        started = time.perf_counter()
+        clock = trace.conversation.now()
+        run = Run(event_id, trace, "tool", tool, started, is_root, call_id=call_id, clock=clock)
         self._runs.add(run_id, run)
 
     @hook
@@ -246,14 +299,23 @@ class ModelHooks(HandlerCore):
         **kwargs: Any,
     ) -> None:
         """``tool_result``; a ``ToolMessage`` with status ``error`` (an error the tool or the
-        agent handled) is a ``tool_error`` with ``handled: true`` (H22)."""
+        agent handled) is a ``tool_error`` with ``handled: true`` (H22). A tool's artifact
+        (``response_format="content_and_artifact"``) is kept as ``artifact``; a LangGraph
+        ``Command`` the tool returned is kept as ``command`` (its result is the tool message
+        in the command's update)."""
         run = self._runs.pop(run_id)
         if run is None:
             return
         duration = elapsed_ms(run.started_s)
+        extra: dict[str, Any] = {}
+        if is_langgraph_object(output, "Command"):
+            extra["command"] = command_to_data(output, self._max_chars)
+            output = _command_tool_message(output, run.call_id) or ""
         if isinstance(output, ToolMessage):
             status = output.status
             result = self._data(tool_content(output.content))
+            if output.artifact is not None:
+                extra["artifact"] = self._data(output.artifact)
         else:
             status = "success"
             result = self._data(output)
@@ -276,9 +338,9 @@ class ModelHooks(HandlerCore):
                 "duration_ms": duration,
                 "status": status,
             }
+        data.update(extra)
         event_id = self._log(event, data, run.trace, run.event_id)
-        if run.call_id:
-            self._runs.link(run.trace.call_results, run.call_id, event_id)
+        run.trace.conversation.add_input(event_id, run.call_id)
 
     @hook
     def on_tool_error(
@@ -293,4 +355,5 @@ class ModelHooks(HandlerCore):
         run = self._runs.pop(run_id)
         if run is None:
             return
-        self._close_with_error(run, error, v.TOOL_ERROR)
+        event_id = self._close_with_error(run, error, v.TOOL_ERROR)
+        run.trace.conversation.add_input(event_id, run.call_id)  # the agent may read it

@@ -5,24 +5,32 @@ start events of its child runs, can name it as ``parent_id``. Runs are removed w
 fail; a cap evicts the oldest entry when runs are left open (an abandoned stream, a crashed
 thread), so memory stays flat over any number of runs (field case H11).
 
-A :class:`Trace` holds what the runs under one root share: the session id and the links that
-cross the run tree (tool call id -> the ``llm_end`` that asked for it, tool call id -> its
-result, AI message id -> the ``llm_end`` that produced it). It lives as long as its runs.
+A :class:`Trace` holds what the runs under one root share: the session id, the conversation
+the root run belongs to (links and unread inputs, :mod:`._lineage`), the root's step and the
+latest model output of the run (what its answer was produced by). It lives as long as its runs.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 from agentledger.integrations._shared import InvalidOptionError
+from agentledger.integrations.langchain._lineage import Conversation
 
-__all__ = ["MAX_LINKS", "Run", "RunTable", "Trace"]
+__all__ = ["ModelOutput", "Run", "RunTable", "Trace"]
 
-#: Entries kept per cross-link map of one trace (oldest dropped first).
-MAX_LINKS = 1_000
+
+@dataclass(frozen=True, slots=True)
+class ModelOutput:
+    """The latest ``llm_end`` of a root run, with what its message said."""
+
+    event_id: str
+    text: str
+    #: the arguments of the tool calls the message requested
+    tool_args: tuple[Any, ...] = ()
 
 
 @dataclass(slots=True)
@@ -30,14 +38,17 @@ class Trace:
     """State shared by every run under one root run."""
 
     session_id: str
-    #: tool_call_id -> event id of the ``llm_end`` whose message requested that call.
-    call_parents: dict[str, str] = field(default_factory=dict)
-    #: tool_call_id -> event id of its ``tool_result`` / ``tool_error``.
-    call_results: dict[str, str] = field(default_factory=dict)
-    #: AIMessage id -> event id of the ``llm_end`` that produced it.
-    message_events: dict[str, str] = field(default_factory=dict)
-    #: event id of the latest ``llm_end`` in this trace.
-    last_llm_end: str | None = None
+    conversation: Conversation
+    #: event id of the ``user_message`` the root run was started with
+    user_event: str | None = None
+    #: event id of the root run's ``step_start`` (the scope of its answer)
+    root_event: str | None = None
+    #: the latest ``llm_end`` of this root run
+    last_output: ModelOutput | None = None
+    #: whether this root run logged its ``assistant_response`` already
+    answered: bool = False
+    #: whether a step of this root run was interrupted (``interrupt()``) already
+    interrupted: bool = False
 
 
 @dataclass(slots=True)
@@ -57,6 +68,8 @@ class Run:
     first_token_s: float | None = None
     token_count: int = 0
     tokens: list[Any] | None = None
+    #: the conversation's clock when this run started (see ``Conversation.reads``)
+    clock: int = 0
 
 
 class RunTable:
@@ -96,10 +109,3 @@ class RunTable:
         """Stop tracking ``run_id``; returns its run or ``None`` if it was never seen."""
         with self._lock:
             return self._runs.pop(run_id, None)
-
-    def link(self, links: dict[str, str], key: str, event_id: str) -> None:
-        """Set ``links[key] = event_id`` in a trace map, keeping at most :data:`MAX_LINKS`."""
-        with self._lock:
-            if len(links) >= MAX_LINKS and key not in links:
-                del links[next(iter(links))]
-            links[key] = event_id

@@ -34,7 +34,9 @@ from pydantic import BaseModel
 __all__ = [
     "MAX_DEPTH",
     "MAX_ITEMS",
+    "command_to_data",
     "document_to_data",
+    "is_langgraph_object",
     "message_to_data",
     "to_data",
     "tool_content",
@@ -47,6 +49,42 @@ MAX_ITEMS = 200
 MAX_DEPTH = 16
 
 _SCALARS = (bool, int, float, type(None))
+
+
+def is_langgraph_object(value: Any, name: str) -> bool:
+    """True when ``value`` is an instance of (a subclass of) LangGraph's class ``name``.
+
+    Checked by name along the MRO so the handler works, and imports, without LangGraph.
+    """
+    return any(
+        cls.__name__ == name and cls.__module__.startswith("langgraph")
+        for cls in type(value).__mro__
+    )
+
+
+def command_to_data(command: Any, max_chars: int) -> dict[str, Any]:
+    """A LangGraph ``Command`` as ``{"type": "command", "update", "goto", "graph", "resume"}``
+    (only the parts it sets); a ``Send`` in ``goto`` becomes ``{"send": node, "arg": ...}``."""
+    data: dict[str, Any] = {"type": "command"}
+    update = getattr(command, "update", None)
+    if update is not None:
+        data["update"] = to_data(update, max_chars)
+    goto = getattr(command, "goto", None)
+    targets = goto if isinstance(goto, list | tuple) else [goto] if goto else []
+    if targets:
+        data["goto"] = [
+            {"send": getattr(t, "node", None), "arg": to_data(getattr(t, "arg", None), max_chars)}
+            if is_langgraph_object(t, "Send")
+            else to_data(t, max_chars)
+            for t in targets
+        ]
+    graph = getattr(command, "graph", None)
+    if graph is not None:
+        data["graph"] = str(graph)
+    resume = getattr(command, "resume", None)
+    if resume is not None:
+        data["resume"] = to_data(resume, max_chars)
+    return data
 
 
 def tool_content(content: Any) -> Any:
@@ -164,6 +202,8 @@ def _convert(value: Any, max_chars: int, depth: int, path: set[int]) -> Any:
         return {"messages": [message_to_data(m, max_chars) for m in value.to_messages()]}
     if isinstance(value, Document):
         return document_to_data(value, max_chars)
+    if is_langgraph_object(value, "Command"):
+        return command_to_data(value, max_chars)
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, uuid.UUID | Decimal):

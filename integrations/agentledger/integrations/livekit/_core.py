@@ -7,8 +7,9 @@ speeches and their model requests (which event a speech's steps descend from, th
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal
 
 from livekit.agents import get_job_context
@@ -18,6 +19,7 @@ from agentledger.client import capture_internal_exceptions
 from agentledger.integrations._shared import (
     InvalidOptionError,
     TimedLedgerLike,
+    accepts_keywords,
     max_scopes_option,
 )
 from agentledger.integrations.livekit._state import Call, Capped, Speech
@@ -76,6 +78,10 @@ class ObserverCore:
         self._max_speeches = min(MAX_SPEECHES, self._max_calls)
         self._metadata = dict(metadata) if metadata else None
         self._ledger = ledger
+        # Ids chosen here let a tool call name the llm_end that asked for it before LiveKit
+        # reports that request's end; a ledger without event_id= gets the llm_start instead.
+        self._ids = accepts_keywords(ledger.log, "event_id")
+        self._links = accepts_keywords(ledger.log, "caused_by", "scope_id")
         self._requested_session_id = session_id
         self._session_id: str | None = session_id
         self._level: Level = level
@@ -94,8 +100,10 @@ class ObserverCore:
         self._pending_user: str | None = None
         self._pending_user_at = 0.0
         self._last_user: str | None = None
+        self._last_response: str | None = None
         self._agent_step: str | None = None
         self._agent_name: str | None = None
+        self._handed_off = False  # the current agent step was started by a handoff
         self._last_outcome: str | None = None
         self._user_spoke_at = 0.0
         self._resumed_at = 0.0
@@ -113,7 +121,23 @@ class ObserverCore:
         data: dict[str, Any],
         parent: str | None,
         at: float | None = None,
+        *,
+        event_id: str | None = None,
+        causes: Sequence[tuple[str | None, str]] = (),
+        scope: str | None = None,
     ) -> str:
+        """Log one event; ``causes`` are ``(event id, edge kind)`` (one naming ``parent``
+        labels the parent edge), ``scope`` the enclosing step (dropped when it is the parent).
+        """
+        extra: dict[str, Any] = {}
+        if event_id is not None and self._ids:
+            extra["event_id"] = event_id
+        if self._links:
+            caused_by = [(cause, kind) for cause, kind in causes if cause is not None]
+            if caused_by:
+                extra["caused_by"] = caused_by
+            if scope is not None and scope != parent:
+                extra["scope_id"] = scope
         ref = self._ledger.log(
             event,
             data,
@@ -121,6 +145,7 @@ class ObserverCore:
             parent_id=parent,
             metadata=self._metadata,
             timestamp=utc(at) if at is not None else None,
+            **extra,
         )
         self._counts[event] += 1
         return ref.event_id
@@ -179,6 +204,7 @@ class ObserverCore:
         if speech.anchor is None:
             if self._pending_user is not None:
                 speech.anchor, self._pending_user = self._pending_user, None
+                speech.anchor_is_user = True
                 speech.boundary = max(speech.boundary, self._pending_user_at)
             else:
                 speech.anchor = self._agent_step or self._session_start
@@ -204,16 +230,45 @@ class ObserverCore:
             data["tools"] = tools
         if speech is not None:
             data["speech_id"] = speech.speech_id
-        start = self._log(v.LLM_START, data, parent, at)
+        if self._agent_name is not None:
+            data["agent"] = self._agent_name
+        start = self._log(
+            v.LLM_START, data, parent, at, causes=self._read(speech, parent), scope=self._agent_step
+        )
         if speech is not None:
             speech.open_start = start
+            speech.open_end = str(uuid.uuid4()) if self._ids else None
             speech.open_calls = []
         return start
 
-    def _flush_end(self, speech: Speech, *, text: str | None) -> str | None:
-        """Write ``llm_end`` for the speech's request in flight, if LiveKit reported it."""
+    def _read(self, speech: Speech | None, parent: str | None) -> list[tuple[str | None, str]]:
+        """What a model request reads, new since the speech's previous one: the tool outcomes
+        (else the user message it answers), and the handoff that made its agent current."""
+        causes: list[tuple[str | None, str]] = []
+        if speech is not None:
+            inputs, speech.inputs = speech.inputs, []
+            if inputs:
+                causes = [(outcome, v.EDGE_READ) for outcome in inputs]
+            elif speech.anchor_is_user and parent == speech.anchor:
+                causes = [(parent, v.EDGE_READ)]
+        if self._handed_off:
+            causes.append((self._agent_step, v.EDGE_HANDOFF))
+        return causes
+
+    def _requester(self, speech: Speech | None, start: str) -> str:
+        """The event a tool call of ``speech``'s open request names as its cause: the
+        request's (reserved) ``llm_end``, else its ``llm_start``."""
+        return (speech.open_end if speech is not None else None) or start
+
+    def _flush_end(self, speech: Speech, *, text: str | None, final: bool = False) -> str | None:
+        """Write ``llm_end`` for the speech's request in flight, if LiveKit reported it.
+
+        ``final`` (the speech or session is over): also when LiveKit never reported it but
+        tool calls already name its reserved id, so they never point at nothing.
+        """
         metrics, start = speech.pending, speech.open_start
-        if metrics is None or start is None:
+        named = final and speech.open_end is not None and bool(speech.open_calls)
+        if start is None or (metrics is None and not named):
             return None
         end_at = float(getattr(metrics, "timestamp", 0.0) or 0.0) or None
         data: dict[str, Any] = {
@@ -227,9 +282,9 @@ class ObserverCore:
             "cancelled": bool(getattr(metrics, "cancelled", False)),
             "speech_id": speech.speech_id,
         }
-        end = self._log(v.LLM_END, data, start, end_at)
+        end = self._log(v.LLM_END, data, start, end_at, event_id=speech.open_end)
         speech.pending = None
-        speech.open_start = None
+        speech.open_start = speech.open_end = None
         speech.open_calls = []
         speech.last_step = end
         if end_at is not None:

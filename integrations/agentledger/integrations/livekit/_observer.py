@@ -116,7 +116,7 @@ class LedgerSessionObserver(TurnHooks):
             return
         with capture_internal_exceptions("livekit.detach"):
             for speech in list(self._speeches.values()):
-                self._flush_end(speech, text=None)
+                self._flush_end(speech, text=None, final=True)
                 if speech.handle is not None:
                     speech.handle.remove_done_callback(self._speech_done_cb)
             self._speeches.clear()
@@ -184,9 +184,12 @@ class LedgerSessionObserver(TurnHooks):
         if getattr(err, "type", None) == "llm_error":
             speech = self._owner(None)
             start = self._open_request(speech, speech.boundary if speech else (at or 0.0))
-            self._log(v.LLM_ERROR, data, start, at)
+            # tool calls of the failed request name its reserved end: the error takes that id
+            named = speech.open_end if speech is not None and speech.open_calls else None
+            self._log(v.LLM_ERROR, data, start, at, event_id=named)
             if speech is not None:
-                speech.open_start, speech.pending, speech.open_calls = None, None, []
+                speech.open_start, speech.open_end, speech.pending = None, None, None
+                speech.open_calls = []
             return
         name = getattr(err, "type", None) or type(err).__name__
         data.update(name=name, kind="agent")
@@ -216,7 +219,7 @@ class LedgerSessionObserver(TurnHooks):
         at = event_at(ev)
         self._flush_calls(None, closing=True)
         for speech in list(self._speeches.values()):
-            self._flush_end(speech, text=None)
+            self._flush_end(speech, text=None, final=True)
         if self._agent_step is not None and self._rank >= 1:
             self._log(
                 v.STEP_END,

@@ -31,10 +31,15 @@ class Speech:
         anchor: event id the speech's steps descend from (the user message it answers, else
             the current agent step, else ``session_start``); bound at the speech's first step.
         open_start: ``llm_start`` id of the model request in flight (not yet ended).
+        open_end: the id reserved for that request's ``llm_end`` (its tool calls name it as
+            their cause before it is logged), when the ledger takes ``event_id=``.
         open_calls: tool calls (``{"tool", "args", "call_id"}``) that request asked for.
         pending: the request's ``LLMMetrics`` while ``llm_end`` waits for the reply text.
         last_step: the latest ``llm_end`` / ``tool_result`` / ``tool_error`` id.
         last_outcome: the latest ``tool_result`` / ``tool_error`` id (causes the next request).
+        inputs: the tool outcomes since the speech's last model request (what the next one
+            reads).
+        anchor_is_user: ``anchor`` is the user message the speech answers.
         boundary: epoch seconds after which the speech's next request started (estimate used
             for an ``llm_start`` opened by a tool call before LiveKit reported the request).
         interrupted_logged: an ``interrupted`` event was logged for this speech.
@@ -45,10 +50,13 @@ class Speech:
     created_at: float = 0.0
     anchor: str | None = None
     open_start: str | None = None
+    open_end: str | None = None
     open_calls: list[dict[str, Any]] = field(default_factory=list)
     pending: Any = None
     last_step: str | None = None
     last_outcome: str | None = None
+    inputs: list[str] = field(default_factory=list)
+    anchor_is_user: bool = False
     boundary: float = 0.0
     interrupted_logged: bool = False
 

@@ -61,7 +61,15 @@ class ToolHooks(ObserverCore):
         if speech is not None:
             data["speech_id"] = speech.speech_id
             speech.open_calls.append({"tool": name, "args": args, "call_id": call_id})
-        event_id = self._log(v.TOOL_CALL, data, start, at)
+        requester = self._requester(speech, start)
+        event_id = self._log(
+            v.TOOL_CALL,
+            data,
+            requester,
+            at,
+            causes=[(requester, v.EDGE_REQUESTED)],
+            scope=self._agent_step,
+        )
         call = Call(event_id, name, now, speech.speech_id if speech else None)
         self._calls[call_id] = call
         return call
@@ -97,6 +105,7 @@ class ToolHooks(ObserverCore):
         speech = self._speeches.get(call.speech_id or "")
         if speech is not None:
             speech.last_outcome = speech.last_step = outcome
+            speech.inputs.append(outcome)
             if call.ended_at is not None:
                 speech.boundary = max(speech.boundary, call.ended_at)
         return outcome

@@ -60,7 +60,10 @@ class TurnHooks(ToolHooks):
         latency = message_latency(getattr(item, "metrics", None))
         if latency:
             data["latency"] = latency
-        event_id = self._log(v.USER_MESSAGE, data, self._session_start, at)
+        # The conversation goes on from the last reply the user heard (a root cause of the
+        # turn otherwise): why() of a later answer reaches the earlier turns it follows.
+        parent = self._last_response or self._session_start
+        event_id = self._log(v.USER_MESSAGE, data, parent, at)
         self._pending_user = self._last_user = event_id
         self._pending_user_at = at or 0.0
 
@@ -69,10 +72,12 @@ class TurnHooks(ToolHooks):
         text = text_of(item)
         interrupted = bool(getattr(item, "interrupted", False))
         speech = self._owner(item_id) if self._rank >= 1 else None
+        produced: str | None = None
         if speech is not None:
             # A cut-off reply's text is what was spoken, not what the model produced.
-            self._flush_end(speech, text=None if interrupted else text)
+            produced = self._flush_end(speech, text=None if interrupted else text)
             parent = speech.last_step or speech.open_start or self._anchor(speech)
+            produced = produced or (speech.last_step if speech.last_step == parent else None)
         else:
             parent = self._last_user or self._agent_step or self._session_start
         data: dict[str, Any] = {"text": text, "interrupted": interrupted, "item_id": item_id}
@@ -84,7 +89,15 @@ class TurnHooks(ToolHooks):
             data["latency"] = latency
         if self._rank >= 2 and metrics:
             data["metrics"] = dict(metrics)
-        response = self._log(v.ASSISTANT_RESPONSE, data, parent, at)
+        response = self._log(
+            v.ASSISTANT_RESPONSE,
+            data,
+            parent,
+            at,
+            causes=[(produced, v.EDGE_PRODUCED)] if produced == parent else [],
+            scope=self._agent_step,
+        )
+        self._last_response = response
         if speech is not None:
             speech.last_step = response
         if interrupted and self._rank >= 1:
@@ -99,14 +112,24 @@ class TurnHooks(ToolHooks):
                 self._agent_step,
                 at,
             )
-        # The tool whose result handed off (function_tools_executed.has_agent_handoff).
+        # The tool whose result handed off (function_tools_executed.has_agent_handoff), else
+        # (the application switched agents) the last reply of the conversation.
         cause, self._handoff_cause = self._handoff_cause, None
+        if cause is None and old is not None:
+            cause = self._last_response
         data: dict[str, Any] = {"name": new, "kind": "agent", "inputs": {"handoff_from": old}}
         instructions = getattr(current_agent(self._session), "instructions", None)
         if isinstance(instructions, str):
             data["inputs"]["instructions"] = instructions
-        self._agent_step = self._log(v.STEP_START, data, cause or self._session_start, at)
+        self._agent_step = self._log(
+            v.STEP_START,
+            data,
+            cause or self._session_start,
+            at,
+            causes=[(cause, v.EDGE_HANDOFF)] if cause is not None and old is not None else [],
+        )
         self._agent_name = new
+        self._handed_off = old is not None
 
     def _on_transcribed(self, ev: Any) -> None:
         text = getattr(ev, "transcript", "")
@@ -146,7 +169,7 @@ class TurnHooks(ToolHooks):
             if speech is None:
                 return
             self._flush_calls(speech.speech_id)
-            self._flush_end(speech, text=None)
+            self._flush_end(speech, text=None, final=True)
             if (
                 self._rank >= 1
                 and getattr(handle, "interrupted", False)

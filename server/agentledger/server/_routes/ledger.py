@@ -98,6 +98,7 @@ def verify_chain(
         start_seq=start_seq,
         previous_hash=previous,
         report=report,
+        edges=store.edge_rows(agent, after_seq=start_seq),
     )
     head = store.chain_head(agent)
     if head is not None and report.head_seq < head[0]:

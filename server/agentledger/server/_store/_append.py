@@ -9,8 +9,9 @@ from typing import Any
 import uuid_utils
 from sqlalchemy import Connection, select, tuple_, update
 
-from agentledger.protocol.vocabulary import CLOSING_EVENTS, EDGE_CAUSE, EDGE_CLOSES
+from agentledger.protocol.vocabulary import EDGE_CAUSE
 from agentledger.server._canonical import canonical
+from agentledger.server._causes import record_edges
 from agentledger.server._chain import ChainHasher
 from agentledger.server._ingest import PreparedEvent, now_ts
 from agentledger.server._store._cycles import closing_cause
@@ -127,21 +128,15 @@ def _edges(
     event_id: str, item: PreparedEvent, parent_id: str | None
 ) -> tuple[list[tuple[str, str, str, str]], list[dict[str, str]] | None]:
     """The edge rows of one event and its record's ``caused_by`` (``None`` when empty)."""
-    labels = dict(item.caused_by)
-    rows: list[tuple[str, str, str, str]] = []
-    if parent_id is not None:
-        kind = labels.get(parent_id) or (
-            EDGE_CLOSES if item.event in CLOSING_EVENTS else EDGE_CAUSE
-        )
-        rows.append((event_id, parent_id, kind, item.agent))
-    for cause, label in item.caused_by:
-        if cause != parent_id:
-            rows.append((event_id, cause, label or EDGE_CAUSE, item.agent))
     record = (
         [{"event_id": cause, "kind": label or EDGE_CAUSE} for cause, label in item.caused_by]
         if item.caused_by
         else None
     )
+    rows = [
+        (event_id, cause, kind, item.agent)
+        for cause, kind in record_edges(item.event, parent_id, record)
+    ]
     return rows, record
 
 

@@ -2,27 +2,28 @@
 
 Both walk ``event_causes`` (the parent edge and every ``caused_by`` entry of each event) from
 one event: ``why`` from effects to causes over the primary key, ``impact`` from causes to
-effects over the cause index. The walk's rows are edges, and ``UNION`` keeps each edge once
-however many paths reach it, so the work is linear in the edges walked and a row budget
-(proportional to ``limit``) bounds it on any graph. The outer query groups the walk by event,
-joins each event's stored row once and aggregates the edges that reached it, all in the same
-statement. Hop counts (for ``depth``) are then taken breadth first over those edges; the edges
-found one hop past ``depth`` tell exactly where the answer was cut.
+effects over the cause index. The walk's rows are event ids and ``UNION`` keeps each once
+however many paths reach it, so the work is linear in what is walked, and it stops after
+``limit`` events (the walk is breadth first on both databases, so the nearest are kept). In the
+same statement each walked event is joined to its stored row once and to its own edges (one
+indexed lookup). Hop counts (for ``depth``) are then taken breadth first over those edges; an
+edge leading outside the answer tells exactly where it was cut.
 
 The result is ordered so that every cause comes before its effects (Kahn's algorithm; ties by
 time), each event once. For a key bound to one agent, the walk never follows an edge written by
 another agent's event, and a cause stored under another agent is reported as ``missing`` exactly
-as an unknown id is (the answer does not tell whether it exists).
+as an unknown id is (the answer does not tell whether it exists). Design:
+``docs/design/server-lineage.md``.
 """
 
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Sequence
 from typing import Any, Final, Literal
 
-import orjson
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from agentledger.server._store._rows import EVENT_COLS, event_fragment
 from agentledger.server._store.base import Lineage
@@ -31,10 +32,6 @@ __all__ = ["lineage"]
 
 Direction = Literal["why", "impact"]
 
-#: Walk rows allowed per event of the answer's ``limit`` (each event reached through several
-#: edges costs one row per edge); the walk stops at this budget on any graph.
-_ROWS_PER_EVENT: Final = 8
-
 _EVENT_COLUMNS: Final = ", ".join(f"events.{column.name}" for column in EVENT_COLS)
 _COL = {column.name: index for index, column in enumerate(EVENT_COLS)}
 _TS, _AGENT, _SEQ, _ID = _COL["timestamp"], _COL["agent"], _COL["sequence_no"], _COL["event_id"]
@@ -42,46 +39,66 @@ _TS, _AGENT, _SEQ, _ID = _COL["timestamp"], _COL["agent"], _COL["sequence_no"], 
 
 def _sql(direction: Direction, dialect: str, scoped: bool) -> str:
     near, far = ("effect_id", "cause_id") if direction == "why" else ("cause_id", "effect_id")
-    scope = " WHERE e.agent = :scope" if scoped else ""
-    kind_seed = "CAST('' AS VARCHAR(32))" if dialect == "postgresql" else "''"
-    walk = (
-        "WITH RECURSIVE walk(node, via, kind) AS ("
-        f"SELECT event_id, event_id, {kind_seed} FROM events WHERE event_id = :event_id "
-        f"UNION SELECT e.{far}, e.{near}, e.kind FROM walk w "
-        f"JOIN event_causes e ON e.{near} = w.node{scope}"
-    )
-    if dialect == "postgresql":  # no LIMIT inside a recursive query; the scan stops at it
-        walk += "), capped AS (SELECT * FROM walk LIMIT :budget)"
-        links = "array_agg(via || ' ' || kind)"
+    scope = " AND e.agent = :scope" if scoped else ""
+    if dialect == "postgresql":
+        # LATERAL: one index lookup per walked id whatever the planner estimates (a hash join
+        # over the whole edge table per step would make a long chain quadratic); no LIMIT
+        # inside a recursive query, so the outer scan stops the walk
+        walk = (
+            "WITH RECURSIVE walk(node) AS ("
+            "SELECT event_id FROM events WHERE event_id = :event_id "
+            f"UNION SELECT x.{far} FROM walk w, LATERAL (SELECT e.{far} FROM event_causes e "
+            f"WHERE e.{near} = w.node{scope} OFFSET 0) x"
+            "), capped AS (SELECT node FROM walk LIMIT :budget)"
+        )
+        links = f"string_agg(e.{far} || ' ' || e.kind, ',')"
     else:  # SQLite: a LIMIT on the recursive CTE ends the recursion
-        walk += " LIMIT :budget), capped AS (SELECT * FROM walk)"
-        links = "json_group_array(via || ' ' || kind)"
+        walk = (
+            "WITH RECURSIVE walk(node) AS ("
+            "SELECT event_id FROM events WHERE event_id = :event_id "
+            f"UNION SELECT e.{far} FROM event_causes e JOIN walk w ON e.{near} = w.node{scope}"
+            " LIMIT :budget), capped AS (SELECT node FROM walk)"
+        )
+        links = f"group_concat(e.{far} || ' ' || e.kind, ',')"
     return (
-        f"{walk} SELECT n.node, n.links, n.reached, {_EVENT_COLUMNS} FROM ("
-        f"SELECT node, {links} AS links, count(*) AS reached "
-        "FROM capped GROUP BY node) n LEFT JOIN events ON events.event_id = n.node"
+        f"{walk} SELECT c.node, (SELECT {links} FROM event_causes e "
+        f"WHERE e.{near} = c.node{scope}) AS links, {_EVENT_COLUMNS} "
+        "FROM capped c LEFT JOIN events ON events.event_id = c.node"
     )
 
 
-def _links(value: Any) -> list[tuple[str, str]]:
-    items = orjson.loads(value) if isinstance(value, str | bytes) else list(value or [])
-    out = []
-    for item in items:
-        via, _, kind = str(item).partition(" ")
-        if kind:  # the seed row has no kind
-            out.append((via, kind))
-    return out
+def _links(value: str | None) -> list[tuple[str, str]]:
+    """``"id kind,id kind"`` (ids and kinds hold neither space nor comma) as pairs."""
+    if not value:
+        return []
+    pairs = []
+    for item in value.split(","):
+        far, _, kind = item.partition(" ")
+        pairs.append((far, kind))
+    return pairs
 
 
 def _order(
     nodes: Sequence[str], edges: set[tuple[str, str, str]], key: dict[str, tuple[Any, ...]]
 ) -> list[str]:
-    """``nodes`` with every cause before its effects; ties (and any stored loop) by time."""
-    inside = set(nodes)
+    """``nodes`` with every cause before its effects; ties (and any stored loop) by time.
+
+    Causes are nearly always older than their effects, so the time order usually is such an
+    order already: one sort and one pass over the edges confirm it. Otherwise (clocks out of
+    step, client-chosen timestamps) Kahn's algorithm with the time as tie-break decides.
+    """
+    by_time = sorted(nodes, key=key.__getitem__)
+    position = {node: i for i, node in enumerate(by_time)}
+    if all(
+        position[cause] < position[effect]
+        for effect, cause, _ in edges
+        if effect in position and cause in position and effect != cause
+    ):
+        return by_time
     waiting = dict.fromkeys(nodes, 0)
     effects: dict[str, list[str]] = {}
     for effect, cause, _ in edges:
-        if effect in inside and cause in inside and effect != cause:
+        if effect in position and cause in position and effect != cause:
             waiting[effect] += 1
             effects.setdefault(cause, []).append(effect)
     ready = [(key[n], n) for n in nodes if waiting[n] == 0]
@@ -96,24 +113,22 @@ def _order(
                 heapq.heappush(ready, (key[effect], effect))
     if len(out) < len(nodes):  # a loop written before cycles were refused: keep every event
         placed = set(out)
-        out.extend(sorted((n for n in nodes if n not in placed), key=key.__getitem__))
+        out.extend(n for n in by_time if n not in placed)
     return out
 
 
 def _hops(event_id: str, links: dict[str, list[tuple[str, str]]], bound: int) -> dict[str, int]:
     """Fewest edges from ``event_id`` to each node (breadth first), up to ``bound``."""
-    forward: dict[str, list[str]] = {}
-    for node, reached_from in links.items():
-        for via, _ in reached_from:
-            forward.setdefault(via, []).append(node)
     hop = {event_id: 0}
     level = [event_id]
-    while level and hop[level[0]] < bound:
+    distance = 0
+    while level and distance < bound:
+        distance += 1
         following = []
         for node in level:
-            for far in forward.get(node, ()):
+            for far, _ in links.get(node, ()):
                 if far not in hop:
-                    hop[far] = hop[node] + 1
+                    hop[far] = distance
                     following.append(far)
         level = following
     return hop
@@ -130,63 +145,65 @@ def lineage(
 ) -> Lineage | None:
     """The causal ancestry (``why``) or descendants (``impact``) of ``event_id`` within
     ``depth`` hops and ``limit`` events; ``None`` when the event is not stored."""
-    budget = _ROWS_PER_EVENT * limit + 64
-    params: dict[str, Any] = {"event_id": event_id, "budget": budget}
+    cap = limit + (1 if direction == "impact" else 0)  # impact leaves the asked event out
+    params: dict[str, Any] = {"event_id": event_id, "budget": cap + 1}
     if agent_scope is not None:
         params["scope"] = agent_scope
-    sql = _sql(direction, conn.dialect.name, agent_scope is not None)
-    rows = {row[0]: row for row in conn.execute(text(sql), params)}
+    dialect = conn.dialect.name
+    sql = _sql(direction, dialect, agent_scope is not None)
+    if dialect == "postgresql":
+        sql = re.sub(r":(\w+)", r"%(\1)s", sql)
+    # the driver's cursor: plain tuples (SQLAlchemy rows cost a third of the walk here)
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    cursor = driver.cursor()
+    try:
+        cursor.execute(sql, params)
+        rows = {row[0]: row for row in cursor.fetchall()}
+    finally:
+        cursor.close()
     anchor = rows.get(event_id)
-    if anchor is None or anchor[3 + _ID] is None:
+    if anchor is None or anchor[2 + _ID] is None:
         return None
+    # per walked node, its edges away from the asked event: (far end, kind)
     links = {node: _links(row[1]) for node, row in rows.items()}
     hop = _hops(event_id, links, depth + 1)
     stored = {
         node: row
         for node, row in rows.items()
-        if row[3 + _ID] is not None and (agent_scope is None or row[3 + _AGENT] == agent_scope)
+        if row[2 + _ID] is not None and (agent_scope is None or row[2 + _AGENT] == agent_scope)
     }
     within = [node for node in rows if hop.get(node, depth + 1) <= depth]
     kept = [node for node in within if node in stored]
     missing = sorted(node for node in within if node not in stored)
-    result = Lineage(events=[], edges=[], anchor_agent=str(anchor[3 + _AGENT]))
-    result.size_truncated = sum(int(row[2]) for row in rows.values()) >= budget
-    cap = limit + (1 if direction == "impact" else 0)  # impact leaves the asked event out
+    result = Lineage(events=[], edges=[], anchor_agent=str(anchor[2 + _AGENT]))
+    result.size_truncated = len(rows) > cap
     if len(kept) > cap:
-        kept.sort(key=lambda n: (hop[n], stored[n][3 + _TS], stored[n][3 + _SEQ]))
+        kept.sort(key=lambda n: (hop[n], stored[n][2 + _TS], stored[n][2 + _SEQ]))
         kept = kept[:cap]
         result.size_truncated = True
     keep = set(kept)
     reach = keep | set(missing)
     edges: set[tuple[str, str, str]] = set()
     cut: set[str] = set()
-    has_cause: set[str] = set()
-    for node, reached_from in links.items():
-        for via, kind in reached_from:
-            if via not in keep:
-                continue
-            effect, cause = (via, node) if direction == "why" else (node, via)
-            if node in reach:
-                edges.add((effect, cause, kind))
-                has_cause.add(effect)
+    for node in kept:
+        for far, kind in links.get(node, ()):
+            if far in reach:
+                edges.add((node, far, kind) if direction == "why" else (far, node, kind))
             else:
-                cut.add(via)
-    if result.size_truncated and kept:
-        frontier = max(hop[n] for n in kept)
-        cut.update(n for n in kept if hop[n] == frontier and n != event_id)
+                cut.add(node)
     result.depth_truncated = any(hop[n] == depth for n in cut)
-    key = {n: (stored[n][3 + _TS], stored[n][3 + _AGENT], stored[n][3 + _SEQ]) for n in kept}
+    key = {n: (stored[n][2 + _TS], stored[n][2 + _AGENT], stored[n][2 + _SEQ]) for n in kept}
     ordered = _order(kept, edges, key)
     if direction == "impact":
         ordered = [n for n in ordered if n != event_id]
-    result.events = [event_fragment(stored[n][3:]) for n in ordered]
+    result.events = [event_fragment(stored[n][2:]) for n in ordered]
     result.edges = [
-        {"effect": effect, "cause": cause, "kind": kind}
-        for effect, cause, kind in sorted(edges, key=lambda e: (e[0], e[1]))
+        {"effect": effect, "cause": cause, "kind": kind} for effect, cause, kind in sorted(edges)
     ]
     result.missing = missing
     result.cut_at = sorted(cut)
     if direction == "why":
-        result.roots = [n for n in ordered if n not in has_cause and n not in cut]
+        result.roots = [n for n in ordered if not links.get(n)]
     result.scoped_agent_limited = agent_scope is not None and bool(missing)
     return result

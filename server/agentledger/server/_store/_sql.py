@@ -314,6 +314,24 @@ class SQLStore(LedgerStore):
             for partition in result.partitions():
                 yield from map(chain_row, partition)
 
+    def edge_rows(self, agent: str, *, after_seq: int = 0) -> Iterator[tuple[int, str, str, str]]:
+        """See :meth:`LedgerStore.edge_rows`: the agent's events joined to their edges."""
+        query = (
+            select(
+                events.c.sequence_no,
+                event_causes.c.cause_id,
+                event_causes.c.kind,
+                event_causes.c.agent,
+            )
+            .join_from(events, event_causes, event_causes.c.effect_id == events.c.event_id)
+            .where(events.c.agent == agent, events.c.sequence_no > after_seq)
+            .order_by(events.c.sequence_no)
+        )
+        with self.reader() as conn:
+            result = conn.execution_options(yield_per=5000).execute(query)
+            for partition in result.partitions():
+                yield from (tuple(row) for row in partition)
+
     def chain_head(self, agent: str) -> tuple[int, str] | None:
         """See :meth:`LedgerStore.chain_head`."""
         query = select(agents.c.last_seq, agents.c.last_hash).where(agents.c.agent == agent)

@@ -200,6 +200,12 @@ class LedgerStore(abc.ABC):
         """
 
     @abc.abstractmethod
+    def edge_rows(self, agent: str, *, after_seq: int = 0) -> Iterator[tuple[int, str, str, str]]:
+        """``(sequence_no, cause_id, kind, edge agent)`` of the stored causal edges of the
+        agent's events with ``sequence_no > after_seq``, ascending by sequence number (what
+        verification compares with the edges each record defines)."""
+
+    @abc.abstractmethod
     def chain_head(self, agent: str) -> tuple[int, str] | None:
         """``(last sequence_no, last chain_hash)`` as recorded by the writer, or ``None``."""
 

@@ -5,7 +5,9 @@ Revises: 0003
 
 Creates ``event_causes`` (primary key ``(effect_id, cause_id)``, index on ``cause_id``) and
 fills it from the ``parent_id`` of every stored event: a closing event's parent edge is
-labelled ``closes``, any other ``cause``. Design: ``docs/pages/causal-edges.md``.
+labelled ``closes``, any other ``cause``. On PostgreSQL the columns use the byte-order
+collation of the events' id columns, so joins between the two use the indexes. Design:
+``docs/pages/causal-edges.md``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,13 @@ def upgrade() -> None:
         sa.Column("agent", sa.String(255), nullable=False),
         sqlite_with_rowid=False,
     )
+    if op.get_bind().dialect.name == "postgresql":
+        # byte order, as the events' id columns: a join on ids may then use either index
+        for column, length in (("effect_id", 36), ("cause_id", 36), ("kind", 32), ("agent", 255)):
+            op.execute(
+                f'ALTER TABLE event_causes ALTER COLUMN "{column}" '
+                f'TYPE varchar({length}) COLLATE "C"'
+            )
     closing = ", ".join(f"'{name}'" for name in _CLOSING)
     op.execute(
         "INSERT INTO event_causes (effect_id, cause_id, kind, agent) "

@@ -1,0 +1,225 @@
+"""Lineage benchmark: why() and impact() over HTTP next to a direct recursive SQL query.
+
+For each store (SQLite file, PostgreSQL database) a real ``agentledger serve`` is loaded with an
+agent run shaped like the integrations write it: a user message, then rounds of a model call
+that reads the previous round's two tool results (``caused_by``), its end, two tool calls it
+requested and their results, and a final answer. About 10,000 events in all, every one a causal
+descendant of the user message and every one an ancestor of the answer.
+
+Measured, interleaved in rounds so both sides see the same machine load (medians):
+
+* ``why(answer)`` over HTTP (``depth`` 10,000) vs a direct ``WITH RECURSIVE`` query over the
+  same edge table that returns the same events' stored records, on a driver connection
+  (``sqlite3`` / ``psycopg``) in this process;
+* ``impact(user_message)`` over HTTP vs the mirror direct query.
+
+Target: HTTP at most 1.5x the direct query. Usage:
+``python benchmarks/bench_lineage.py [--quick] [--rounds N] [--dsn ADMIN_DSN]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import psycopg
+from sqlalchemy.engine import make_url
+
+from agentledger.testing import EmbeddedServer
+
+KEY = "bench-key"
+
+# The direct queries: the ids reachable over the edge table, joined to the stored records. On
+# PostgreSQL the step is a LATERAL lookup, as a careful hand-written query would be (a plain
+# join there is planned as a hash join over the whole edge table at every step).
+WHY_SQL = (
+    "WITH RECURSIVE anc(id) AS (SELECT {p} UNION SELECT e.cause_id FROM event_causes e "
+    "JOIN anc ON e.effect_id = anc.id) "
+    "SELECT events.event_id, events.record FROM anc JOIN events ON events.event_id = anc.id"
+)
+IMPACT_SQL = (
+    "WITH RECURSIVE des(id) AS (SELECT {p} UNION SELECT e.effect_id FROM event_causes e "
+    "JOIN des ON e.cause_id = des.id) "
+    "SELECT events.event_id, events.record FROM des JOIN events ON events.event_id = des.id"
+)
+PG_WHY_SQL = (
+    "WITH RECURSIVE anc(id) AS (SELECT {p} UNION SELECT x.cause_id FROM anc, LATERAL "
+    "(SELECT e.cause_id FROM event_causes e WHERE e.effect_id = anc.id OFFSET 0) x) "
+    "SELECT events.event_id, events.record FROM anc JOIN events ON events.event_id = anc.id"
+)
+PG_IMPACT_SQL = (
+    "WITH RECURSIVE des(id) AS (SELECT {p} UNION SELECT x.effect_id FROM des, LATERAL "
+    "(SELECT e.effect_id FROM event_causes e WHERE e.cause_id = des.id OFFSET 0) x) "
+    "SELECT events.event_id, events.record FROM des JOIN events ON events.event_id = des.id"
+)
+
+
+@contextmanager
+def pg_database(admin_dsn: str) -> Iterator[str]:
+    name = f"agentledger_bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_url(admin_dsn).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def agent_run(agent: str, rounds: int) -> tuple[list[dict[str, Any]], str, str]:
+    """Events of one long run (causes before effects), the user message id and the answer id."""
+    new = lambda: str(uuid.uuid4())  # noqa: E731
+    items: list[dict[str, Any]] = []
+
+    def add(event: str, data: dict[str, Any], **causes: Any) -> str:
+        event_id = new()
+        items.append({"agent": agent, "event": event, "data": data, "event_id": event_id, **causes})
+        return event_id
+
+    user = add("user_message", {"text": "where is my order A1234?"})
+    inputs = [user]
+    for r in range(rounds):
+        start = add(
+            "llm_start",
+            {"model": "m", "round": r},
+            parent_id=inputs[-1],
+            caused_by=[{"event_id": i, "kind": "read"} for i in inputs],
+        )
+        end = add("llm_end", {"text": "", "round": r}, parent_id=start)
+        inputs = []
+        for tool in ("lookup_order", "track_parcel"):
+            call = add(
+                "tool_call",
+                {"tool": tool, "args": {"order_id": "A1234"}},
+                parent_id=end,
+                caused_by=[{"event_id": end, "kind": "requested"}],
+            )
+            inputs.append(add("tool_result", {"tool": tool, "result": {"ok": r}}, parent_id=call))
+    final = add("llm_start", {"model": "m"}, parent_id=inputs[-1], caused_by=inputs)
+    final_end = add("llm_end", {"text": "It ships today."}, parent_id=final)
+    answer = add(
+        "assistant_response",
+        {"text": "It ships today."},
+        parent_id=final_end,
+        caused_by=[{"event_id": final_end, "kind": "produced"}],
+    )
+    return items, user, answer
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000
+
+
+def measure(
+    name: str, url: str, direct: Callable[[str, str], int], rounds: int, size: int
+) -> list[tuple[str, ...]]:
+    items, user, answer = agent_run(f"lineage-{name}", size)
+    headers = {"Authorization": f"Bearer {KEY}"}
+    with httpx.Client(base_url=url, headers=headers, timeout=300) as client:
+        for start in range(0, len(items), 500):
+            body = orjson.dumps({"events": items[start : start + 500]})
+            written = client.post(
+                "/v1/events/batch", content=body, headers={"Content-Type": "application/json"}
+            )
+            assert written.json()["failed"] == 0, written.text[:500]
+        params = {"depth": 10_000, "limit": 100_000}
+        why = client.get(f"/v1/events/{answer}/why", params=params).json()
+        impact = client.get(f"/v1/events/{user}/impact", params=params).json()
+        assert why["chain_length"] == len(items) and why["chain_complete"], why["chain_length"]
+        assert impact["count"] == len(items) - 1, impact["count"]
+        assert direct(WHY_SQL, answer) == len(items) and direct(IMPACT_SQL, user) == len(items)
+        samples: dict[str, list[float]] = {k: [] for k in ("why", "why_sql", "imp", "imp_sql")}
+        for _ in range(rounds):
+            samples["why"].append(
+                timed(lambda: client.get(f"/v1/events/{answer}/why", params=params).content)
+            )
+            samples["why_sql"].append(timed(lambda: direct(WHY_SQL, answer)))
+            samples["imp"].append(
+                timed(lambda: client.get(f"/v1/events/{user}/impact", params=params).content)
+            )
+            samples["imp_sql"].append(timed(lambda: direct(IMPACT_SQL, user)))
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    n = len(items)
+    rows = []
+    for label, ours, raw in (
+        (f"why(answer), {n:,}-event causal DAG", "why", "why_sql"),
+        (f"impact(user_message), {n - 1:,} descendants", "imp", "imp_sql"),
+    ):
+        ratio = med[ours] / med[raw]
+        rows.append(
+            (
+                f"{name}: {label}",
+                f"{med[ours]:.1f} ms",
+                f"{med[raw]:.1f} ms",
+                f"{ratio:.2f}x",
+                "ok" if ratio <= 1.5 else "MISS (<= 1.5x)",
+            )
+        )
+    return rows
+
+
+def sqlite_direct(path: str) -> Callable[[str, str], int]:
+    conn = sqlite3.connect(path)
+
+    def run(sql: str, event_id: str) -> int:
+        return len(conn.execute(sql.format(p="?"), (event_id,)).fetchall())
+
+    return run
+
+
+def pg_direct(dsn: str) -> Callable[[str, str], int]:
+    conn = psycopg.connect(dsn, autocommit=True, options="-c jit=off")  # as the server
+
+    lateral = {WHY_SQL: PG_WHY_SQL, IMPACT_SQL: PG_IMPACT_SQL}
+
+    def run(sql: str, event_id: str) -> int:
+        query = lateral[sql].format(p='%s::varchar COLLATE "C"')
+        return len(conn.execute(query, (event_id,)).fetchall())
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a 1,000-event run (smoke test)")
+    parser.add_argument("--rounds", type=int, default=None, help="timed rounds (default 15)")
+    parser.add_argument("--dsn", default=None, help="PostgreSQL admin DSN that may CREATE DATABASE")
+    args = parser.parse_args()
+    size = 166 if args.quick else 1_666  # rounds of 6 events: ~1,000 / ~10,000 events
+    rounds = args.rounds or (5 if args.quick else 15)
+    dsn = (
+        args.dsn
+        or os.environ.get("AGENTLEDGER_TEST_POSTGRES_DSN")
+        or "postgresql://postgres@127.0.0.1:5432/test"
+    )
+    tmp = Path(tempfile.mkdtemp(prefix="agentledger-bench-lineage-"))
+    rows: list[tuple[str, ...]] = []
+    db = str(tmp / "lineage.db")
+    with EmbeddedServer(db, api_key=KEY, log=tmp / "sqlite.log", timeout_s=60) as served:
+        rows += measure("SQLite", served.url, sqlite_direct(db), rounds, size)
+    with (
+        pg_database(dsn) as url,
+        EmbeddedServer(url, api_key=KEY, log=tmp / "pg.log", timeout_s=60) as served,
+    ):
+        rows += measure("PostgreSQL", served.url, pg_direct(url), rounds, size)
+    print("| measurement | over HTTP | direct SQL | ratio | target |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    main()
