@@ -38,17 +38,6 @@ def run(*args: str) -> Any:
     return CliRunner().invoke(app, list(args))
 
 
-def test_why_json_and_rich(seeded: dict[str, Any], agent_name: str) -> None:
-    result = run("why", seeded["ids"][2], "--json", *seeded["args"])
-    assert result.exit_code == 0, result.output
-    body = orjson.loads(result.stdout)
-    assert [e["event_id"] for e in body["chain"]] == seeded["ids"]
-    rich = run("why", seeded["ids"][2], *seeded["args"])
-    assert rich.exit_code == 0
-    assert "user_message" in rich.stdout and "tool_error" in rich.stdout
-    assert rich.stdout.index("user_message") < rich.stdout.index("tool_error")
-
-
 def test_replay_timeline(seeded: dict[str, Any], agent_name: str) -> None:
     result = run("replay", seeded["session"], "--agent", agent_name, *seeded["args"])
     assert result.exit_code == 0, result.output

@@ -75,16 +75,20 @@ def test_walk_a_session_with_the_keyboard(page: Any, ledger_server: Any, seeded:
     assert selected_id(page) == seeded.ids["answer"]
     page.click("#panel-why")
     page.wait_for_url(re.compile(f"/ui/events/{seeded.ids['answer']}$"))
-    chain = page.locator("#why ol.chain li")
+    chain = page.locator("#why-graph g.node")
     assert chain.count() == 5
-    assert "session_start" in chain.first.inner_text()
-    assert "Refund of 49.90 EUR" in chain.last.inner_text()
+    start = page.locator(f"#why-graph g.node[data-id='{seeded.ids['start']}']")
+    assert "session_start" in start.text_content()
+    asked = page.locator("#why-graph g.node.asked")
+    assert "Refund of 49.90 EUR" in asked.text_content()
+    assert start.bounding_box()["y"] < asked.bounding_box()["y"]  # causes above
     shot(page, "03-event-why")
 
-    chain.nth(1).locator("a").click()  # the step_start ancestor
+    # The step_start ancestor's node opens its own event page.
+    page.locator(f"#why-graph g.node[data-id='{seeded.ids['step']}'] a.open").click()
     page.wait_for_url(re.compile(f"/ui/events/{seeded.ids['step']}$"))
-    impact = page.locator("#impact li[data-id]")
-    assert impact.count() == len(seeded.order) - 3
+    impact = page.locator("#impact-graph g.node")
+    assert impact.count() == len(seeded.order) - 3 + 1  # what descends, and the step itself
     shot(page, "04-event-impact")
 
     page.locator("#session-link").click()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import typer
 
-from agentledger.cli import _client_commands, _query_commands
+from agentledger.cli import _client_commands, _lineage_commands, _query_commands
 from agentledger.cli._cases_commands import cases_app
 from agentledger.cli._demo_commands import demo
 from agentledger.cli._mcp_commands import mcp, mcp_proxy
@@ -26,6 +26,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+_lineage_commands.register(app)
 _client_commands.register(app)
 _query_commands.register(app)
 app.command("serve")(serve)

@@ -1,4 +1,4 @@
-"""Client commands: ``why``, ``replay``, ``verify``, ``export``, ``import``, ``tail``,
+"""Client commands: ``replay``, ``verify``, ``export``, ``import``, ``tail``,
 ``sessions``, ``agents``.
 
 Each prints rich output on a terminal or JSON with ``--json``; an error prints one line to
@@ -25,36 +25,6 @@ from agentledger.cli._output import open_ledger as _ledger
 from agentledger.cli.options import AgentOpt, JsonOpt, KeyOpt, UrlOpt
 
 __all__ = ["register"]
-
-
-def why(
-    event_id: Annotated[str, typer.Argument(help="The event to explain.")],
-    depth: Annotated[int, typer.Option(help="Most ancestors to walk.")] = 100,
-    url: UrlOpt = None,
-    api_key: KeyOpt = None,
-    agent: AgentOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Walk back from an event to its root cause (the causal chain, root first)."""
-    with _ledger(url, api_key, agent) as ledger:
-        result = ledger.why(event_id, depth=depth)
-    if as_json:
-        _dump(result)
-        return
-    from agentledger.timeline import session_table
-
-    console = _console()
-    flags = []
-    if not result.chain_complete:
-        flags.append("incomplete")
-    if result.missing_parent:
-        flags.append(f"missing parent {result.missing_parent}")
-    if result.depth_truncated:
-        flags.append("depth truncated")
-    title = f"why({event_id}): {result.chain_length} events" + (
-        f" ({', '.join(flags)})" if flags else ""
-    )
-    console.print(session_table(result.chain, title=title))
 
 
 def replay(
@@ -246,7 +216,6 @@ def agents(url: UrlOpt = None, api_key: KeyOpt = None, as_json: JsonOpt = False)
 
 def register(app: typer.Typer) -> None:
     """Add the client commands to the root ``agentledger`` app."""
-    app.command("why")(why)
     app.command("replay")(replay)
     app.command("verify")(verify)
     app.command("export")(export)

@@ -1,8 +1,9 @@
 """Depth of each event in a tree of events, for indented timelines.
 
 Shared by the CLI (``agentledger replay``), the demo's timeline and the MCP server's
-``replay_session``/``impact`` text. Works on anything with ``event_id`` and ``parent_id``
-attributes (the client's ``Event``, the server's rows).
+``replay_session`` text (``why``/``impact`` are drawn from the server's edges instead). Works
+on anything with ``event_id`` and ``parent_id`` attributes (the client's ``Event``, the
+server's rows).
 """
 
 from __future__ import annotations

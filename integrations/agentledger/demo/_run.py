@@ -25,11 +25,7 @@ from agentledger.demo._support_agent import (
 )
 from agentledger.integrations.langchain import LedgerCallbackHandler
 from agentledger.testing import EmbeddedServer, EmbeddedServerError
-from agentledger.timeline import (
-    print_chain_report,
-    print_timeline,
-    print_why_tree,
-)
+from agentledger.timeline import print_chain_report, print_lineage, print_timeline
 
 __all__ = ["DemoError", "run_demo"]
 
@@ -143,9 +139,9 @@ def _run(
         if answer is None:
             console.print("[bold red]no assistant_response event was stored[/]")
             return 1
-        why = ledger.why(answer.event_id, depth=100)
-        console.rule(f"[bold]why({answer.event_id}): {why.chain_length} events back to the root")
-        print_why_tree(console, why.chain, events)
+        why = ledger.why(answer.event_id)
+        console.rule(f"[bold]why({answer.event_id}): what the answer was computed from")
+        print_lineage(console, why, how_to_raise="depth or limit (agentledger why --depth)")
 
         console.rule("[bold]hash chain")
         report = ledger.verify_chain()

@@ -67,6 +67,8 @@ def event_json(event: Event) -> dict[str, Any]:
         "agent": event.agent,
         "session_id": event.session_id,
         "parent_id": event.parent_id,
+        "caused_by": [{"event_id": c.event_id, "kind": c.kind} for c in event.caused_by],
+        "scope_id": event.scope_id,
         "timestamp": event.timestamp,
         "sequence_no": event.sequence_no,
         "data": trim(event.data),

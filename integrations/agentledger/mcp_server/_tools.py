@@ -26,6 +26,7 @@ from agentledger.client import (
     NotFoundError,
     TransportError,
 )
+from agentledger.mcp_server._lineage import impact_answer, why_answer
 from agentledger.mcp_server._parents import MAX_SESSION_PARENTS, SessionParents
 from agentledger.mcp_server._text import (
     UUID_PATTERN,
@@ -37,12 +38,14 @@ from agentledger.mcp_server._text import (
     event_json,
     trim,
 )
+from agentledger.protocol import limits
 from agentledger.protocol.limits import AGENT_PATTERN
 from agentledger.timeline import event_line, text_lines
 
 __all__ = ["MAX_SESSION_PARENTS", "LedgerTools"]
 
-#: Most events ``replay_session`` and ``impact`` return in one call.
+#: Most events ``replay_session``, ``why`` and ``impact`` return in one call (the lineage
+#: tools' default limit is the API's, which is this many).
 MAX_EVENTS_PER_CALL: Final = 10_000
 #: How long ``log_event`` waits for the event to be stored before answering "queued" (seconds).
 LOG_CONFIRM_TIMEOUT_S: Final = 5.0
@@ -106,59 +109,52 @@ class LedgerTools:
         self,
         event_id: EventId,
         depth: Annotated[
-            int, Field(description="Most ancestors to walk back.", ge=1, le=10_000)
-        ] = 50,
+            int,
+            Field(
+                description="Most cause hops to follow back (as the ledger's API).",
+                ge=0,
+                le=limits.LINEAGE_DEPTH_MAX,
+            ),
+        ] = limits.WHY_DEPTH_DEFAULT,
+        limit: Annotated[
+            int,
+            Field(description="Most events in the answer.", ge=1, le=MAX_EVENTS_PER_CALL),
+        ] = limits.LINEAGE_LIMIT_DEFAULT,
     ) -> CallToolResult:
-        """Explain an event: walk its causes back to the root (the user message, the first
-        step) and return the chain root first, the event last. Use it on a wrong answer, a
-        failed tool call or any surprising event to see what led to it."""
+        """Explain an event: every event it was computed from (its causes, their causes, back
+        to the user's message), as a graph: events with ids and edges labelled with their kind
+        (read: a model call read this input; requested: a model output asked for this tool
+        call; closes: an end or result closes its start; produced: the model call that
+        produced an answer). Steps an event merely ran inside are not causes. Use it on a
+        wrong answer, a failed tool call or any surprising event to see what led to it."""
         with self._errors(f"why({event_id})"):
-            result = await self.ledger.why(event_id, depth=depth)
-        if result.chain_complete:
-            status = "complete: reaches the root"
-        elif result.missing_parent:
-            status = f"broken: parent {result.missing_parent} is not stored"
-        else:
-            status = f"stopped after {depth} ancestors (raise depth to go further)"
-        lines = [f"why {event_id}: {result.chain_length} events, root first ({status})"]
-        lines += [event_line(e, i) for i, e in enumerate(result.chain)]  # capped indentation
-        return answer(
-            "\n".join(lines),
-            {
-                "event_id": result.event_id,
-                "chain_length": result.chain_length,
-                "chain_complete": result.chain_complete,
-                "depth_truncated": result.depth_truncated,
-                "missing_parent": result.missing_parent,
-                "chain": [event_json(e) for e in result.chain],
-            },
-        )
+            result = await self.ledger.why(event_id, depth=depth, limit=limit)
+        return why_answer(result)
 
     async def impact(
         self,
         event_id: EventId,
         limit: Annotated[
             int,
-            Field(description="Most descendant events to return.", ge=1, le=MAX_EVENTS_PER_CALL),
-        ] = 1_000,
+            Field(description="Most events in the answer.", ge=1, le=MAX_EVENTS_PER_CALL),
+        ] = limits.LINEAGE_LIMIT_DEFAULT,
+        depth: Annotated[
+            int,
+            Field(
+                description="Most effect hops to follow (as the ledger's API).",
+                ge=0,
+                le=limits.LINEAGE_DEPTH_MAX,
+            ),
+        ] = limits.IMPACT_DEPTH_DEFAULT,
     ) -> CallToolResult:
-        """Everything that descended from an event: every later step that was caused, directly
-        or indirectly, by it. Use it to see what a bad tool result or a wrong retrieval
+        """Everything computed from an event: every later event that used its output, directly
+        or indirectly, as a graph of events with ids and edges labelled with their kind (the
+        mirror of why). Use it to see what a bad tool result or a wrong retrieval
         contaminated."""
         with self._errors(f"impact({event_id})"):
-            result = await self.ledger.impact(event_id, limit=limit)
-        more = " (truncated: raise limit)" if result.truncated else ""
-        lines = [f"impact of {event_id}: {result.count} descendant events{more}"]
-        lines += text_lines(result.events)
-        return answer(
-            "\n".join(lines),
-            {
-                "event_id": result.event_id,
-                "count": result.count,
-                "truncated": result.truncated,
-                "events": [event_json(e) for e in result.events],
-            },
-        )
+            result = await self.ledger.impact(event_id, limit=limit, depth=depth)
+            asked = await self.ledger.get_event(event_id)
+        return impact_answer(result, asked)
 
     # -- sessions and search --------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """A session for people: one line per event (:func:`describe`), as a rich table
-(:func:`session_table`), as plain text (:func:`text_lines`), and an answer's causes as a tree.
+(:func:`session_table`), as plain text (:func:`text_lines`), and a ``why()``/``impact()``
+answer as a tree over the server's causal edges (:func:`lineage_lines`, :func:`print_lineage`).
 
 The one rendering of stored events used by the ``agentledger`` CLI, the demo and the MCP
 server's text answers. Works on :class:`agentledger.client.Event` objects read back from the
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from rich.console import Console
@@ -18,17 +19,27 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from agentledger.client import ChainReport, Event
+from agentledger.client import ChainReport, Event, ImpactResult, WhyResult
 from agentledger.client import vocabulary as v
 from agentledger.protocol.tree import depths as event_depths
+from agentledger.timeline._lineage import (
+    LineageLine,
+    lineage_lines,
+    lineage_notes,
+    lineage_title,
+)
 
 __all__ = [
     "MAX_INDENT_LEVELS",
+    "LineageLine",
     "describe",
     "event_line",
+    "lineage_lines",
+    "lineage_notes",
+    "lineage_title",
     "print_chain_report",
+    "print_lineage",
     "print_timeline",
-    "print_why_tree",
     "session_table",
     "text_lines",
 ]
@@ -162,67 +173,38 @@ def text_lines(events: Sequence[Event]) -> list[str]:
     return [event_line(e, levels.get(e.event_id, 0)) for e in events]
 
 
-def _step_path(event: Event, by_id: Mapping[str, Event]) -> tuple[str, list[Event]]:
-    """The chain of enclosing ``step_start`` events from ``event`` up, as one line."""
-    steps: list[Event] = []
-    current: Event | None = event
-    while current is not None and current.event == v.STEP_START and len(steps) < 20:
-        steps.append(current)
-        current = by_id.get(current.parent_id) if current.parent_id else None
-    names = []
-    for step in steps:
-        position = step.data.get("langgraph_step")
-        names.append(f"{step.data.get('name')}" + (f" #{position}" if position else ""))
-    return "within step " + " › ".join(names), steps
-
-
-def print_why_tree(
+def print_lineage(
     console: Console,
-    chain: Sequence[Event],
-    session_events: Iterable[Event],
+    result: WhyResult | ImpactResult,
+    asked: Event | None = None,
     *,
-    max_lines: int = 80,
+    how_to_raise: str = "depth or limit",
+    max_lines: int | None = None,
 ) -> None:
-    """Print ``why()``'s chain for an answer as an indented "caused by" tree.
+    """Print a ``why()`` or ``impact()`` answer as a tree (:func:`lineage_lines`): a title
+    line, one line per event with its full id and edge kind, then what its marks mean.
 
-    Each event's causes are its parent (the ``why()`` chain) and, for a model call, the tool
-    results it read (``llm_start.data.tool_result_ids``), followed back through the session's
-    events. The enclosing steps of an event are folded into one "within step" line. An event
-    reached twice is printed once.
+    On a terminal each line is cut to the width with an ellipsis; written to a file or a
+    pipe, lines are printed whole.
     """
-    if not chain:
-        console.print("(empty chain)")
-        return
-    by_id = {e.event_id: e for e in session_events}
-    by_id.update({e.event_id: e for e in chain})
-    shown: set[str] = set()
-    lines = 0
-
-    def line(depth: int, label: str, body: str, style: str) -> None:
-        nonlocal lines
-        lines += 1
-        text = Text("  " * depth + (f"{label} " if label else ""), style="dim")
-        text.append(body, style=style)
-        console.print(text, no_wrap=True, overflow="ellipsis")
-
-    def emit(event: Event, depth: int, label: str) -> None:
-        if lines >= max_lines or event.event_id in shown:
-            return
-        shown.add(event.event_id)
-        line(depth, label, describe(event), _STYLES.get(event.event, ""))
-        parent = by_id.get(event.parent_id) if event.parent_id else None
-        if parent is not None and parent.event == v.STEP_START:
-            path, steps = _step_path(parent, by_id)
-            shown.update(s.event_id for s in steps)
-            line(depth + 1, "└", path, "dim")
-        elif parent is not None:
-            emit(parent, depth + 1, "└ caused by")
-        for result_id in event.data.get("tool_result_ids") or []:
-            result = by_id.get(result_id)
-            if result is not None:
-                emit(result, depth + 1, "└ read")
-
-    emit(chain[-1], 0, "")
+    lines = lineage_lines(result, asked, max_lines=max_lines)
+    console.print(Text(lineage_title(result), style="bold"), soft_wrap=True)
+    fit = console.is_terminal
+    for line in lines:
+        text = Text(line.head(), style="dim")
+        if line.event is not None and line.mark == "event":
+            text.append(f"{line.event_id} ", style="dim")
+            text.append(describe(line.event), style=_STYLES.get(line.event.event, ""))
+        else:
+            text.append(line.body(), style="bold red" if line.mark == "missing" else "dim")
+        if fit:
+            console.print(text, no_wrap=True, overflow="ellipsis")
+        else:
+            console.print(text, soft_wrap=True)
+    if max_lines is not None and len(lines) >= max_lines:
+        console.print(f"(first {max_lines} lines shown)", soft_wrap=True)
+    for note in lineage_notes(lines, result, how_to_raise=how_to_raise):
+        console.print(Text(note, style="dim"), soft_wrap=True)
 
 
 def print_chain_report(console: Console, report: ChainReport, agent: str) -> None:

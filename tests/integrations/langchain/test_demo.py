@@ -1,4 +1,8 @@
-"""``agentledger demo`` as a newcomer runs it: a subprocess, offline, printing the story."""
+"""``agentledger demo`` as a newcomer runs it: a subprocess, offline, printing the story.
+
+README, "Quickstart": the session as a timeline, the final answer's ``why()`` as a tree of
+causes (event ids and edge kinds), and the hash-chain verification.
+"""
 
 from __future__ import annotations
 
@@ -43,10 +47,15 @@ def test_demo_runs_offline_with_its_embedded_server(tmp_path: Path) -> None:
     for tool in ("lookup_order", "verify_duplicate_charge", "issue_refund"):
         assert f"tool_call {tool}(" in out
     assert "assistant_response" in out
-    why_tree = out.split("why(", 1)[1].split("hash chain", 1)[0]
+    answer = re.search(r"why\(([0-9a-f-]{36})\)", out)
+    assert answer is not None, out
+    tree = out.split(answer.group(0), 1)[1].split("hash chain", 1)[0]
+    assert re.search(rf"^{answer.group(1)} assistant_response ", tree, re.MULTILINE), tree
+    assert "[produced] " in tree, tree  # the answer's cause, labelled with its edge kind
     for tool in ("issue_refund", "verify_duplicate_charge", "lookup_order"):
-        assert f"tool_result {tool}" in why_tree  # the why tree reaches every tool
-    assert "user_message" in why_tree  # ... and the customer's message
+        # the why tree reaches every tool, through the model calls that read their results
+        assert re.search(rf"\[read\] [0-9a-f-]{{36}} tool_result {tool} ", tree), tool
+    assert "user_message" in tree  # ... and the customer's message
     assert "hash chain of 'support-demo' intact" in out
     assert str(db) in out
     assert db.exists() and db.stat().st_size > 0
@@ -70,6 +79,22 @@ def test_demo_against_a_running_server(ledger_server: Any, agent_name: str, tmp_
     )
     (answer,) = response.json()
     assert "refunded the duplicate charge" in answer["data"]["text"]
+    # The printed tree is the server's why() of the answer: every cause by its id, every edge
+    # by its kind, and the tool results under a model call's "read" edges whenever the
+    # integration logged them (the demo follows no edges of its own).
+    why = httpx.get(
+        f"{ledger_server.url}/v1/events/{answer['event_id']}/why",
+        headers=ledger_server.headers(),
+    ).json()
+    tree = done.stdout.split(f"why({answer['event_id']})", 1)[1].split("hash chain", 1)[0]
+    for event in why["chain"]:
+        assert event["event_id"] in tree, (event, tree)
+    for edge in why["edges"]:
+        assert f"[{edge['kind']}] " in tree, (edge, tree)
+    read = {e["cause"] for e in why["edges"] if e["kind"] == "read"}
+    for event in why["chain"]:
+        if event["event_id"] in read and event["event"] == "tool_result":
+            assert f"[read] {event['event_id']} tool_result {event['data']['tool']}" in tree
 
 
 def test_demo_asks_for_langchain_openai_when_a_real_model_is_wanted(tmp_path: Path) -> None:

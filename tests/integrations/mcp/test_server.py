@@ -17,6 +17,7 @@ from _servers import ServerProcess, free_port
 from agentledger.client import Ledger
 from agentledger.client import vocabulary as v
 from agentledger.mcp_server import TOOL_NAMES
+from agentledger.protocol import limits
 
 from .conftest import McpFactory, text_of
 
@@ -114,16 +115,19 @@ async def test_lineage_and_replay_tools(
     expected = ["start", "user", "llm", "llm_end", "call", "result", "answer"]
     assert chain == [ids[name] for name in expected]
     assert why.structured_content["chain_complete"] is True
+    assert why.structured_content["roots"] == [ids["start"]]
     text = text_of(why)
-    assert "root first (complete" in text
-    assert text.index("Please refund order 1234") < text.index("Refund issued for 1234")
-    assert "issue_refund" in text
+    assert text.splitlines()[0].endswith("— complete")
+    assert text.splitlines()[1].startswith(f"{ids['answer']} assistant_response")
+    assert text.index("Refund issued for 1234") < text.index("Please refund order 1234")
+    assert f"└─ [cause] {ids['result']} tool_result issue_refund" in text
 
     assert [e["event_id"] for e in impact.structured_content["events"]] == [
         ids["result"],
         ids["answer"],
     ]
-    assert "2 descendant events" in text_of(impact)
+    assert "impact of " + ids["call"] + ": 2 event(s)" in text_of(impact)
+    assert text_of(impact).splitlines()[1].startswith(f"{ids['call']} tool_call issue_refund")
 
     events = replay.structured_content["events"]
     assert replay.structured_content["count"] == len(ids) == len(events)
@@ -216,7 +220,9 @@ async def test_log_event_links_parents_explicitly_or_per_session(
 #: (tool, arguments, the field the error must name)
 BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("why", {"event_id": "not-a-uuid"}, "event_id"),
-    ("why", {"event_id": str(uuid.uuid4()), "depth": 0}, "depth"),
+    ("why", {"event_id": str(uuid.uuid4()), "depth": -1}, "depth"),
+    ("why", {"event_id": str(uuid.uuid4()), "depth": limits.LINEAGE_DEPTH_MAX + 1}, "depth"),
+    ("impact", {"event_id": str(uuid.uuid4()), "limit": 0}, "limit"),
     ("why", {}, "event_id"),
     ("impact", {"event_id": 42}, "event_id"),
     ("search_events", {"query": "x", "mode": "fuzzy"}, "mode"),

@@ -142,17 +142,21 @@ class LedgerAPI:
         result: dict[str, Any] = await self._call("GET", f"/v1/events/{_seg(event_id)}")
         return result
 
-    async def why(self, event_id: str, *, depth: int) -> dict[str, Any]:
-        """GET ``/v1/events/{id}/why``: ``chain`` root first, this event last."""
+    async def why(self, event_id: str, *, depth: int, limit: int) -> dict[str, Any]:
+        """GET ``/v1/events/{id}/why``: the causes as a DAG (``chain`` root causes first, this
+        event last; ``edges``, ``missing``, ``cut_at``)."""
         result: dict[str, Any] = await self._call(
-            "GET", f"/v1/events/{_seg(event_id)}/why", params={"depth": depth}
+            "GET", f"/v1/events/{_seg(event_id)}/why", params={"depth": depth, "limit": limit}
         )
         return result
 
-    async def impact(self, event_id: str, *, limit: int) -> dict[str, Any]:
-        """GET ``/v1/events/{id}/impact``: every descendant, oldest first."""
+    async def impact(self, event_id: str, *, depth: int, limit: int) -> dict[str, Any]:
+        """GET ``/v1/events/{id}/impact``: the effects as a DAG (``events`` causes first,
+        ``edges``, ``cut_at``)."""
         result: dict[str, Any] = await self._call(
-            "GET", f"/v1/events/{_seg(event_id)}/impact", params={"limit": limit}
+            "GET",
+            f"/v1/events/{_seg(event_id)}/impact",
+            params={"depth": depth, "limit": limit},
         )
         return result
 

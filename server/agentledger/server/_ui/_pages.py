@@ -1,4 +1,5 @@
-"""Dashboard pages: ``/ui/``, sessions, events, agents, login.
+"""Dashboard pages: ``/ui/``, sessions, agents, login (the event, why and impact pages are
+in :mod:`._lineage_pages`).
 
 Each page reads through :class:`~agentledger.server._ui._api.LedgerAPI` (the app's own
 ``/v1`` routes in process) and renders a Jinja2 template with autoescaping on: event data is
@@ -31,7 +32,7 @@ from agentledger.server._ui._present import (
 )
 from agentledger.server._ui._viewer import COOKIE, Viewer, safe_next, viewer_for
 
-__all__ = ["router"]
+__all__ = ["build_page", "render", "router", "url_segment"]
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
@@ -47,9 +48,6 @@ MAX_PER_PAGE = 1000
 MAX_SESSION_EVENTS = 100_000
 #: Causal-tree lines drawn on a session or event page.
 TREE_LINES = 1000
-#: ``why`` depth asked by the event page, and ``impact`` events read.
-WHY_DEPTH = 1000
-IMPACT_LIMIT = 2000
 #: Agents with more events than this are verified on request only (verify runs ~100k/s).
 AUTO_VERIFY_EVENTS = 200_000
 #: Smallest recent window the agent page picks by itself for the baseline comparison.
@@ -94,7 +92,7 @@ def _login_redirect(request: Request) -> Response:
     return RedirectResponse(f"/ui/login?{urlencode({'next': target})}", status_code=303)
 
 
-async def _page(
+async def build_page(
     request: Request, build: Callable[[LedgerAPI, Viewer], Awaitable[Response]]
 ) -> Response:
     """Run ``build`` with an API client for the viewer; map API errors to pages."""
@@ -189,7 +187,7 @@ async def index(
             search_error=search_error,
         )
 
-    return await _page(request, build)
+    return await build_page(request, build)
 
 
 # -- session ---------------------------------------------------------------------------------
@@ -265,43 +263,7 @@ async def session_page(
             build_ms=(time.perf_counter() - started) * 1000,
         )
 
-    return await _page(request, build)
-
-
-# -- event -----------------------------------------------------------------------------------
-
-
-@router.get("/events/{event_id}", response_class=HTMLResponse)
-async def event_page(
-    request: Request,
-    event_id: Annotated[str, Path(max_length=64)],
-    depth: Annotated[int, Query(ge=1, le=10_000)] = WHY_DEPTH,
-) -> Response:
-    """``why()``: the chain from the root to the event; ``impact()``: what descended from it."""
-
-    async def build(api: LedgerAPI, viewer: Viewer) -> Response:
-        event = await api.event(event_id)
-        why = await api.why(event_id, depth=depth)
-        impact = await api.impact(event_id, limit=IMPACT_LIMIT)
-        chain_views = view_events(why.get("chain", []))
-        impact_views = view_events(impact.get("events", []))
-        tree, tree_total = flatten_tree(impact_views, root_id=event_id, limit=TREE_LINES)
-        (me,) = view_events([event])
-        return render(
-            request,
-            "event.html",
-            viewer=viewer,
-            ev=me,
-            why=why,
-            chain=chain_views,
-            impact=impact,
-            tree=tree,
-            tree_total=tree_total,
-            event_link=lambda view: f"/ui/events/{url_segment(view.event_id)}",
-            depth=depth,
-        )
-
-    return await _page(request, build)
+    return await build_page(request, build)
 
 
 # -- agent -----------------------------------------------------------------------------------
@@ -360,7 +322,7 @@ async def agent_page(
             reasons=_reasons(baseline),
         )
 
-    return await _page(request, build)
+    return await build_page(request, build)
 
 
 def _auto_split(report: dict[str, Any]) -> int | None:

@@ -1,0 +1,123 @@
+"""Lineage commands: ``why`` and ``impact``.
+
+Both print the answer as a tree over the server's causal edges (``agentledger.timeline``):
+the asked event first, then its causes (``why``) or effects (``impact``) indented under each
+event, every line with the full event id and the edge kind; an event reached twice is printed
+once and referred to with ``↑ see <id>`` afterwards; causes not stored and events a bound cut
+are marked and explained under the tree. ``--json`` prints the API's answer as it came.
+Bounds default to the API's own (``agentledger.protocol.limits``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final
+from urllib.parse import quote
+
+import httpx
+import typer
+
+from agentledger.cli._output import console as _console
+from agentledger.cli._output import dump as _dump
+from agentledger.cli._output import err as _err
+from agentledger.cli._output import open_ledger as _ledger
+from agentledger.cli.options import AgentOpt, JsonOpt, KeyOpt, UrlOpt
+from agentledger.client import LedgerError, resolve_api_key, resolve_url
+from agentledger.protocol import limits
+
+__all__ = ["register"]
+
+_RAISE = "--depth or --limit"
+#: How long ``--json`` waits for the API's answer (seconds).
+_TIMEOUT_S: Final = 60.0
+
+LimitOpt = Annotated[
+    int,
+    typer.Option(
+        min=1, max=limits.LINEAGE_LIMIT_MAX, help="Most events in the answer (as the API)."
+    ),
+]
+
+
+def _api_answer(
+    url: str | None, api_key: str | None, what: str, event_id: str, depth: int, limit: int
+) -> Any:
+    """The API's JSON answer to one lineage read, as it came (for ``--json``; the client's
+    result objects keep only the members they name). An error prints one line and exits 1."""
+    try:
+        base = resolve_url(url)
+    except LedgerError as error:
+        _err(str(error))
+        raise typer.Exit(1) from error
+    key = resolve_api_key(api_key)
+    path = f"/v1/events/{quote(event_id, safe='')}/{what}"
+    try:
+        response = httpx.get(
+            base + path,
+            params={"depth": depth, "limit": limit},
+            headers={"Authorization": f"Bearer {key}"} if key else {},
+            timeout=_TIMEOUT_S,
+        )
+    except httpx.HTTPError as error:
+        _err(f"cannot reach the ledger at {base}: {error}")
+        raise typer.Exit(1) from error
+    if response.status_code >= 400:
+        try:
+            detail = response.json().get("detail")
+        except ValueError:
+            detail = response.text
+        _err(f"GET {path} -> {response.status_code}: {detail}")
+        raise typer.Exit(1)
+    return response.json()
+
+
+def why(
+    event_id: Annotated[str, typer.Argument(help="The event to explain (its full id).")],
+    depth: Annotated[
+        int,
+        typer.Option(min=0, max=limits.LINEAGE_DEPTH_MAX, help="Most cause hops to follow."),
+    ] = limits.WHY_DEPTH_DEFAULT,
+    limit: LimitOpt = limits.LINEAGE_LIMIT_DEFAULT,
+    url: UrlOpt = None,
+    api_key: KeyOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Why an event happened: the events it was computed from, as a tree of causes."""
+    from agentledger.timeline import print_lineage
+
+    if as_json:
+        _dump(_api_answer(url, api_key, "why", event_id, depth, limit))
+        return
+    with _ledger(url, api_key, agent) as ledger:
+        result = ledger.why(event_id, depth=depth, limit=limit)
+    print_lineage(_console(), result, how_to_raise=_RAISE)
+
+
+def impact(
+    event_id: Annotated[str, typer.Argument(help="The event whose effects to show.")],
+    depth: Annotated[
+        int,
+        typer.Option(min=0, max=limits.LINEAGE_DEPTH_MAX, help="Most effect hops to follow."),
+    ] = limits.IMPACT_DEPTH_DEFAULT,
+    limit: LimitOpt = limits.LINEAGE_LIMIT_DEFAULT,
+    url: UrlOpt = None,
+    api_key: KeyOpt = None,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """What an event affected: every event computed from it, as a tree of effects."""
+    from agentledger.timeline import print_lineage
+
+    if as_json:
+        _dump(_api_answer(url, api_key, "impact", event_id, depth, limit))
+        return
+    with _ledger(url, api_key, agent) as ledger:
+        result = ledger.impact(event_id, limit=limit, depth=depth)
+        asked = ledger.get_event(event_id)
+    print_lineage(_console(), result, asked, how_to_raise=_RAISE)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``why`` and ``impact`` to the root ``agentledger`` app."""
+    app.command("why")(why)
+    app.command("impact")(impact)
