@@ -298,3 +298,18 @@ async def test_changed_causal_edges_are_content_changed(
     assert not report["intact"]
     assert kinds(report) == [("content_changed", seq)]
     assert "causal edges" in report["problems"][0]["detail"]
+
+
+async def test_an_erased_events_parent_edge_is_still_checked(
+    client: httpx.AsyncClient, sql: SqlConnection
+) -> None:
+    """After forget the record (and its caused_by) is gone; the parent edge must still name
+    the kept parent_id and stay the agent's. Further edges of an erased event cannot be
+    checked against anything (docs/pages/causal-edges.md says so)."""
+    a, _b, c, _d = await write_linked(client)
+    sql.execute("UPDATE events SET record = NULL, checksum = NULL WHERE event_id = ?", (c,))
+    assert (await verify(client))["intact"]
+    sql.execute("UPDATE event_causes SET cause_id = ? WHERE effect_id = ?", (a, c))
+    report = await verify(client)
+    assert kinds(report) == [("content_changed", 3)]
+    assert "erased" in report["problems"][0]["detail"]

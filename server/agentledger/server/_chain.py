@@ -139,6 +139,19 @@ class _EdgeCursor:
         return out
 
 
+def _tombstone_edges_match(
+    parent_id: str | None, agent: str, stored: list[tuple[str, str, str]]
+) -> bool:
+    """An erased event's record is gone, and with it its ``caused_by``: what can still be
+    checked is that its parent edge names the kept ``parent_id`` and that every edge is its
+    agent's."""
+    if any(edge_agent != agent for _, _, edge_agent in stored):
+        return False
+    if parent_id:
+        return any(cause == parent_id for cause, _, _ in stored)
+    return True
+
+
 def _edges_match(rec: dict[str, Any], agent: str, stored: list[tuple[str, str, str]]) -> bool:
     caused_by = rec.get("caused_by")
     if caused_by is not None and not (
@@ -194,6 +207,17 @@ def verify_rows(
             if seq != expected:
                 problems.append(
                     _problem("missing_or_reordered", row, seq, f"expected sequence_no {expected}")
+                )
+            elif cursor is not None and not _tombstone_edges_match(
+                parent_id, agent, cursor.take(seq)
+            ):
+                problems.append(
+                    _problem(
+                        "content_changed",
+                        row,
+                        seq,
+                        "the stored causal edges of an erased event differ from its parent_id",
+                    )
                 )
             prev = chain
             expected = seq + 1
