@@ -15,7 +15,8 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests._servers import ServerProcess
+
+from _servers import ServerProcess
 
 MAX_NODES = 12
 
