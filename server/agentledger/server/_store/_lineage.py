@@ -28,7 +28,7 @@ from sqlalchemy import Connection
 from agentledger.server._store._rows import EVENT_COLS, event_fragment
 from agentledger.server._store.base import Lineage
 
-__all__ = ["lineage"]
+__all__ = ["lineage", "lineage_sql"]
 
 Direction = Literal["why", "impact"]
 
@@ -65,6 +65,13 @@ def _sql(direction: Direction, dialect: str, scoped: bool) -> str:
         f"WHERE e.{near} = c.node{scope}) AS links, {_EVENT_COLUMNS} "
         "FROM capped c LEFT JOIN events ON events.event_id = c.node"
     )
+
+
+def lineage_sql(direction: Direction, dialect: str, *, scoped: bool) -> str:
+    """The walk statement in the driver's parameter style (``:name`` for sqlite3,
+    ``%(name)s`` for psycopg); parameters ``event_id``, ``budget`` and, scoped, ``scope``."""
+    sql = _sql(direction, dialect, scoped)
+    return re.sub(r":(\w+)", r"%(\1)s", sql) if dialect == "postgresql" else sql
 
 
 def _links(value: str | None) -> list[tuple[str, str]]:
@@ -149,10 +156,7 @@ def lineage(
     params: dict[str, Any] = {"event_id": event_id, "budget": cap + 1}
     if agent_scope is not None:
         params["scope"] = agent_scope
-    dialect = conn.dialect.name
-    sql = _sql(direction, dialect, agent_scope is not None)
-    if dialect == "postgresql":
-        sql = re.sub(r":(\w+)", r"%(\1)s", sql)
+    sql = lineage_sql(direction, conn.dialect.name, scoped=agent_scope is not None)
     # the driver's cursor: plain tuples (SQLAlchemy rows cost a third of the walk here)
     driver = conn.connection.driver_connection
     assert driver is not None
