@@ -30,15 +30,14 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 import psycopg
-from sqlalchemy.engine import make_url
+from bench_postgres import pg_database  # the script's directory is on sys.path
 
 from agentledger.server._store._lineage import lineage_sql
 from agentledger.testing import EmbeddedServer
@@ -68,18 +67,6 @@ PG_IMPACT_SQL = (
     "(SELECT e.effect_id FROM event_causes e WHERE e.cause_id = des.id OFFSET 0) x) "
     "SELECT events.event_id, events.record FROM des JOIN events ON events.event_id = des.id"
 )
-
-
-@contextmanager
-def pg_database(admin_dsn: str) -> Iterator[str]:
-    name = f"agentledger_bench_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_url(admin_dsn).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(admin_dsn, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def agent_run(agent: str, rounds: int) -> tuple[list[dict[str, Any]], str, str]:

@@ -24,6 +24,14 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
         ("bench_query.py", "keyword search p50"),
         ("bench_cases.py", "check() on 1,000 events"),
         ("bench_mcp_proxy.py", "proxy, server down"),
+        pytest.param(
+            "bench_lineage.py",
+            "SQLite: why(answer), 1,000-event causal DAG",
+            marks=pytest.mark.skipif(
+                not os.environ.get("AGENTLEDGER_TEST_POSTGRES_DSN"),
+                reason="measures PostgreSQL too: needs AGENTLEDGER_TEST_POSTGRES_DSN",
+            ),
+        ),
     ],
 )
 def test_benchmark_runs_quick(script: str, row: str) -> None:

@@ -7,13 +7,12 @@ import importlib
 
 from agentledger.server._store.base import (
     AppendOutcome,
-    EventPage,
     KeyRecord,
     LedgerStore,
     Lineage,
 )
 
-__all__ = ["AppendOutcome", "EventPage", "KeyRecord", "LedgerStore", "Lineage", "open_store"]
+__all__ = ["AppendOutcome", "KeyRecord", "LedgerStore", "Lineage", "open_store"]
 
 
 def open_store(

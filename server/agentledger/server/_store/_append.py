@@ -74,37 +74,20 @@ def lookup_existing(
     return by_id, by_key
 
 
-def _unreadable_causes(
-    conn: Connection, items: Sequence[PreparedEvent], reader_agent: str | None
-) -> set[str]:
-    """Causes named by ``items`` that are stored under an agent other than ``reader_agent``
-    (a key bound to one agent may not hang its events under another agent's)."""
-    if reader_agent is None:
-        return set()
-    named = sorted({c for it in items for c in (it.parent_id, *(c for c, _ in it.caused_by)) if c})
-    found: set[str] = set()
-    for start in range(0, len(named), IN_CHUNK):
-        query = select(events.c.event_id).where(
-            events.c.event_id.in_(named[start : start + IN_CHUNK]),
-            events.c.agent != reader_agent,
-        )
-        found.update(row[0] for row in conn.execute(query))
-    return found
+def _named_causes(items: Sequence[PreparedEvent]) -> set[str]:
+    """Every event id the items name as a cause (``parent_id`` or ``caused_by``)."""
+    return {c for it in items for c in (it.parent_id, *(c for c, _ in it.caused_by)) if c}
 
 
-def _unstored_causes(conn: Connection, items: Sequence[PreparedEvent]) -> bool:
-    """Whether an item names a cause that is neither in this batch nor stored (an edge a later
-    event could close into a cycle)."""
-    batch = {it.event_id for it in items if it.event_id is not None}
-    named = sorted(
-        {c for it in items for c in (it.parent_id, *(c for c, _ in it.caused_by)) if c} - batch
-    )
+def _stored_agents(conn: Connection, ids: set[str]) -> dict[str, str]:
+    """The agent of each of ``ids`` that is stored (one indexed query per chunk)."""
+    named = sorted(ids)
+    found: dict[str, str] = {}
     for start in range(0, len(named), IN_CHUNK):
         chunk = named[start : start + IN_CHUNK]
-        stored = select(events.c.event_id).where(events.c.event_id.in_(chunk))
-        if len({row[0] for row in conn.execute(stored)}) < len(chunk):
-            return True
-    return False
+        query = select(events.c.event_id, events.c.agent).where(events.c.event_id.in_(chunk))
+        found.update((row[0], row[1]) for row in conn.execute(query))
+    return found
 
 
 def _cause_refusal(
@@ -174,15 +157,23 @@ def append_in(
     received = now_ts()
     by_id, by_key = lookup_existing(conn, items)
     new_ids = [it.event_id for it in items if it.event_id is not None and it.event_id not in by_id]
-    # whether a cause is not stored yet is asked BEFORE which new ids stored edges name: a
-    # concurrent writer that commits between the two queries is then seen by one of them
-    unstored = lineage_lock is not None and _unstored_causes(conn, items)
+    # Which named causes are stored (and under which agent) is asked BEFORE which new ids
+    # stored edges name: a concurrent writer that commits between the two queries is then seen
+    # by one of them. Only a bound key (causes it may not read) or a store with concurrent
+    # writers of different agents (a cause not stored yet) needs the answer.
+    unstored = False
+    unreadable: set[str] = set()
+    if lineage_lock is not None or reader_agent is not None:
+        named = _named_causes(items)
+        agent_of = _stored_agents(conn, named)
+        unstored = bool(named - agent_of.keys() - {it.event_id for it in items if it.event_id})
+        if reader_agent is not None:
+            unreadable = {cause for cause, agent in agent_of.items() if agent != reader_agent}
     # ids a stored event already names as a cause: only these can close a cycle
     referenced = referenced_ids(conn, new_ids)
     if lineage_lock is not None and (unstored or referenced):
         lineage_lock(conn)
         referenced = referenced_ids(conn, new_ids)  # edges committed while we waited
-    unreadable = _unreadable_causes(conn, items, reader_agent)
     names = sorted({it.agent for it in items})
     heads: dict[str, list[Any]] = {}
     for start in range(0, len(names), IN_CHUNK):

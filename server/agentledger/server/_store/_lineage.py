@@ -9,8 +9,9 @@ same statement each walked event is joined to its stored row once and to its own
 indexed lookup). Hop counts (for ``depth``) are then taken breadth first over those edges; an
 edge leading outside the answer tells exactly where it was cut.
 
-The result is ordered so that every cause comes before its effects (Kahn's algorithm; ties by
-time), each event once. For a key bound to one agent, the walk never follows an edge written by
+The result is ordered so that every cause comes before its effects, each event once: the time
+order when it already is such an order (nearly always), else Kahn's algorithm with time as
+the tie-break. For a key bound to one agent, the walk never follows an edge written by
 another agent's event, and a cause stored under another agent is reported as ``missing`` exactly
 as an unknown id is (the answer does not tell whether it exists). Design:
 ``docs/design/server-lineage.md``.
@@ -37,7 +38,11 @@ _COL = {column.name: index for index, column in enumerate(EVENT_COLS)}
 _TS, _AGENT, _SEQ, _ID = _COL["timestamp"], _COL["agent"], _COL["sequence_no"], _COL["event_id"]
 
 
-def _sql(direction: Direction, dialect: str, scoped: bool) -> str:
+def lineage_sql(direction: Direction, dialect: str, *, scoped: bool) -> str:
+    """The walk statement in the driver's parameter style (``:name`` for sqlite3,
+    ``%(name)s`` for psycopg); parameters ``event_id``, ``budget`` and, scoped, ``scope``.
+    Each row: the walked id, its edges away from the asked event as ``"id kind,..."``, then
+    the columns of :data:`EVENT_COLS` (all ``NULL`` for an id that is not stored)."""
     near, far = ("effect_id", "cause_id") if direction == "why" else ("cause_id", "effect_id")
     scope = " AND e.agent = :scope" if scoped else ""
     if dialect == "postgresql":
@@ -60,17 +65,11 @@ def _sql(direction: Direction, dialect: str, scoped: bool) -> str:
             " LIMIT :budget), capped AS (SELECT node FROM walk)"
         )
         links = f"group_concat(e.{far} || ' ' || e.kind, ',')"
-    return (
+    sql = (
         f"{walk} SELECT c.node, (SELECT {links} FROM event_causes e "
         f"WHERE e.{near} = c.node{scope}) AS links, {_EVENT_COLUMNS} "
         "FROM capped c LEFT JOIN events ON events.event_id = c.node"
     )
-
-
-def lineage_sql(direction: Direction, dialect: str, *, scoped: bool) -> str:
-    """The walk statement in the driver's parameter style (``:name`` for sqlite3,
-    ``%(name)s`` for psycopg); parameters ``event_id``, ``budget`` and, scoped, ``scope``."""
-    sql = _sql(direction, dialect, scoped)
     return re.sub(r":(\w+)", r"%(\1)s", sql) if dialect == "postgresql" else sql
 
 

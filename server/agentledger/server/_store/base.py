@@ -17,7 +17,7 @@ from typing import Any
 from agentledger.server._chain import ChainHasher, ChainRow, ChainRowTuple
 from agentledger.server._ingest import PreparedEvent
 
-__all__ = ["AppendOutcome", "EventPage", "KeyRecord", "LedgerStore", "Lineage"]
+__all__ = ["AppendOutcome", "KeyRecord", "LedgerStore", "Lineage"]
 
 
 @dataclass(slots=True)
@@ -37,18 +37,6 @@ class AppendOutcome:
     chain_hash: str | None = None
     duplicate: bool = False
     error: str | None = None
-
-
-@dataclass(slots=True)
-class EventPage:
-    """Events in wire shape plus whether more exist beyond the limit.
-
-    Events are dicts or ``orjson.Fragment`` (pre-serialized JSON of the same shape, spliced from
-    the stored bytes); routes serialize them with orjson either way.
-    """
-
-    events: list[Any]
-    truncated: bool = False
 
 
 @dataclass(slots=True)
@@ -152,7 +140,8 @@ class LedgerStore(abc.ABC):
     ) -> list[Any]:
         """Newest first by ``(timestamp, sequence_no)``; ``cursor`` excludes rows not older.
 
-        Events are wire-shaped dicts or ``orjson.Fragment`` (see :class:`EventPage`)."""
+        Events are wire-shaped dicts or ``orjson.Fragment`` (pre-serialized JSON of the same
+        shape, spliced from the stored bytes); routes serialize them with orjson either way."""
 
     @abc.abstractmethod
     def why(
