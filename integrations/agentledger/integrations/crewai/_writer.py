@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from agentledger.integrations._shared import (
     InvalidOptionError,
     TimedLedgerLike,
+    accepts_causes,
     accepts_keywords,
 )
 
@@ -128,7 +129,7 @@ class LedgerWriter:
         self._session_id = session_id
         self._metadata = dict(metadata) if metadata else None
         self._derived = accepts_event_id(ledger.log)
-        self._links = accepts_keywords(ledger.log, "caused_by", "scope_id")
+        self._links = accepts_causes(ledger)
         self._on_error = on_error
         self._max_known = max_known
         self._max_pending = max_pending

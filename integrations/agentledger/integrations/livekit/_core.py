@@ -19,6 +19,7 @@ from agentledger.client import capture_internal_exceptions
 from agentledger.integrations._shared import (
     InvalidOptionError,
     TimedLedgerLike,
+    accepts_causes,
     accepts_keywords,
     max_scopes_option,
 )
@@ -81,7 +82,7 @@ class ObserverCore:
         # Ids chosen here let a tool call name the llm_end that asked for it before LiveKit
         # reports that request's end; a ledger without event_id= gets the llm_start instead.
         self._ids = accepts_keywords(ledger.log, "event_id")
-        self._links = accepts_keywords(ledger.log, "caused_by", "scope_id")
+        self._links = accepts_causes(ledger)
         self._requested_session_id = session_id
         self._session_id: str | None = session_id
         self._level: Level = level
