@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from livekit.agents import APIConnectionError, llm
+from livekit.agents import Agent, APIConnectionError, RunContext, function_tool, llm
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, APIConnectOptions
 
 
@@ -134,3 +134,32 @@ class FakeLLM(llm.LLM):
             tools=tools or [],
             conn_options=conn_options,
         )
+
+
+class BillingAgent(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You handle billing.")
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply(instructions="Greet the caller.")
+
+
+class FrontDesk(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="Route the caller.")
+
+    @function_tool
+    async def transfer_to_billing(self, context: RunContext) -> tuple[Agent, str]:
+        """Hand the caller to the billing agent."""
+        return BillingAgent(), "Transferring you to billing."
+
+
+#: A caller handed from the front desk to billing by a tool, then a second turn with billing:
+#: the model replies in order, and the user's two turns.
+HANDOFF_REPLIES = (
+    Reply("req-1", calls=[("transfer_to_billing", {}, "call-h")]),
+    Reply("req-2", text="One moment."),
+    Reply("req-3", text="Billing here, how can I help?"),
+    Reply("req-4", text="You owe 10 euros."),
+)
+HANDOFF_TURNS = ("I have a billing question.", "How much do I owe?")

@@ -14,8 +14,7 @@ import pytest
 from agentledger.client import Ledger
 
 from .conftest import RunSession, Stored
-from .fakes import Reply
-from .test_observer_paths import FrontDesk
+from .fakes import HANDOFF_REPLIES, HANDOFF_TURNS, FrontDesk, Reply
 
 pytestmark = pytest.mark.livekit
 
@@ -77,13 +76,8 @@ async def test_after_a_handoff_the_new_agents_turn_is_caused_by_the_handoff(
     run_session: RunSession, stored: StoredReader, ledger: Ledger
 ) -> None:
     await run_session(
-        [
-            Reply("req-1", calls=[("transfer_to_billing", {}, "call-h")]),
-            Reply("req-2", text="One moment."),
-            Reply("req-3", text="Billing here, how can I help?"),
-            Reply("req-4", text="You owe 10 euros."),
-        ],
-        ["I have a billing question.", "How much do I owe?"],
+        HANDOFF_REPLIES,
+        HANDOFF_TURNS,
         agent=FrontDesk(),
     )
     s: Stored = stored()

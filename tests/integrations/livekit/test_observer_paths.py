@@ -9,49 +9,26 @@ import sys
 from typing import Any
 
 import pytest
-from livekit.agents import Agent, AgentSession, RunContext, function_tool
+from livekit.agents import AgentSession
 from livekit.agents.testing import fake_job_context
 
 from agentledger.client import Ledger
 from agentledger.integrations.livekit import LedgerSessionObserver
 
 from .conftest import RunSession, WeatherAgent
-from .fakes import FakeLLM, Reply
+from .fakes import HANDOFF_REPLIES, HANDOFF_TURNS, FakeLLM, FrontDesk, Reply
 
 pytestmark = pytest.mark.livekit
 
 StoredReader = Any
 
 
-class BillingAgent(Agent):
-    def __init__(self) -> None:
-        super().__init__(instructions="You handle billing.")
-
-    async def on_enter(self) -> None:
-        self.session.generate_reply(instructions="Greet the caller.")
-
-
-class FrontDesk(Agent):
-    def __init__(self) -> None:
-        super().__init__(instructions="Route the caller.")
-
-    @function_tool
-    async def transfer_to_billing(self, context: RunContext) -> tuple[Agent, str]:
-        """Hand the caller to the billing agent."""
-        return BillingAgent(), "Transferring you to billing."
-
-
 async def test_handoff_descends_from_the_tool_that_handed_off(
     run_session: RunSession, stored: StoredReader
 ) -> None:
     await run_session(
-        [
-            Reply("req-1", calls=[("transfer_to_billing", {}, "call-h")]),
-            Reply("req-2", text="One moment."),
-            Reply("req-3", text="Billing here, how can I help?"),
-            Reply("req-4", text="You owe 10 euros."),
-        ],
-        ["I have a billing question.", "How much do I owe?"],
+        HANDOFF_REPLIES,
+        HANDOFF_TURNS,
         agent=FrontDesk(),
     )
     s = stored()
