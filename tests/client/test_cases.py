@@ -38,10 +38,11 @@ async def test_case_h07_flush_is_bounded_against_unreachable_port(
     result = await twin.flush(second, 2.0)
     elapsed = time.monotonic() - started
     assert elapsed < 2.5, f"flush(2.0) took {elapsed:.2f} s"
-    # Every event is accounted for: still pending, or already spilled to disk once the
-    # sender marked the server down (which of the two depends on scheduling).
-    assert result.pending + result.spilled == 5
-    assert result.complete == (result.pending == 0)
+    # Every event is accounted for: still in memory, or already spilled to disk once the
+    # sender marked the server down (which of the two depends on scheduling); neither is
+    # delivered, so the flush is not complete.
+    assert result.pending == result.in_memory + result.in_spill == 5
+    assert not result.complete
     assert result.sent == 0
 
     started = time.monotonic()
@@ -50,7 +51,8 @@ async def test_case_h07_flush_is_bounded_against_unreachable_port(
     assert took < 2.0, f"close(1.0) took {took:.2f} s (bound: timeout + local spill write)"
     stats = second.stats()
     assert stats.sent == 0 and stats.spilled == 5 and stats.queue_depth == 0
-    assert closed.pending == 0
+    assert closed.in_spill == closed.pending == 5 and closed.in_memory == 0
+    assert not closed.complete
 
 
 @pytest.mark.parametrize("fault", ["raise_before", "raise_after"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import collections
 import os
 import threading
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Final
 
 import httpx
@@ -22,9 +22,11 @@ from agentledger.client._config import (
     resolve_spill_dir,
     resolve_url,
 )
+from agentledger.client._dead_letter import DeadLetterFile
 from agentledger.client._errors import ConfigurationError
-from agentledger.client._models import Stats
+from agentledger.client._models import DeliveryError, Stats
 from agentledger.client._process_hooks import register_process_hooks, unregister_exit_hook
+from agentledger.client._queue import DEFAULT_MAX_QUEUE_BYTES, DEFAULT_MAX_QUEUE_EVENTS
 from agentledger.client._redaction import ClientRedactor
 from agentledger.client._retry import RetryPolicy
 from agentledger.client._spill import DEFAULT_MAX_SPILL_BYTES, SpillStore, destination_dir
@@ -53,7 +55,8 @@ class BaseLedger(EventWrites, ReadCalls):
         spill_dir: str | os.PathLike[str] | Default | None = DEFAULT,
         flush_interval_s: float = 0.2,
         max_batch_events: int = 500,
-        max_queue_events: int = 10_000,
+        max_queue_events: int = DEFAULT_MAX_QUEUE_EVENTS,
+        max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
         flush_timeout_s: float = 5.0,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT_S,
         redact: RedactSetting = True,
@@ -61,6 +64,7 @@ class BaseLedger(EventWrites, ReadCalls):
         retry: RetryPolicy | None = None,
         max_spill_bytes: int = DEFAULT_MAX_SPILL_BYTES,
         max_string_chars: int = DEFAULT_MAX_STRING_CHARS,
+        on_error: Callable[[DeliveryError], object] | None = None,
     ) -> None:
         self.url: str = resolve_url(url)
         self.agent = resolve_agent(agent)
@@ -73,6 +77,8 @@ class BaseLedger(EventWrites, ReadCalls):
             raise ConfigurationError("max_batch_events must be 1..500 (server batch limit)")
         if max_queue_events < max_batch_events:
             raise ConfigurationError("max_queue_events must be >= max_batch_events")
+        if max_queue_bytes < 1024 * 1024:
+            raise ConfigurationError("max_queue_bytes must be at least 1 MiB")
         if flush_interval_s <= 0 or flush_timeout_s < 0:
             raise ConfigurationError("flush_interval_s must be > 0 and flush_timeout_s >= 0")
         self.flush_timeout_s = float(flush_timeout_s)
@@ -85,11 +91,13 @@ class BaseLedger(EventWrites, ReadCalls):
         }
         self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         self.spill_dir = resolve_spill_dir(spill_dir)
-        spill = (
-            SpillStore(destination_dir(self.spill_dir, self.url), max_bytes=max_spill_bytes)
-            if self.spill_dir is not None
-            else None
-        )
+        spill = dead_letter = None
+        if self.spill_dir is not None:
+            destination = destination_dir(self.spill_dir, self.url)
+            spill = SpillStore(destination, max_bytes=max_spill_bytes)
+            dead_letter = DeadLetterFile(destination / "dead-letter")
+        #: The dead-letter file of events the server refused for good (``None``: no spill).
+        self.dead_letter_path = dead_letter.path if dead_letter is not None else None
         self._sender = BatchSender(
             url=self.url,
             headers=self._headers,
@@ -97,10 +105,13 @@ class BaseLedger(EventWrites, ReadCalls):
             timeout=self._timeout,
             policy=retry or RetryPolicy(),
             spill=spill,
+            dead_letter=dead_letter,
             redactor=self._make_redactor(redact),
             flush_interval_s=flush_interval_s,
             max_batch_events=max_batch_events,
             max_queue_events=max_queue_events,
+            max_queue_bytes=max_queue_bytes,
+            on_error=on_error,
         )
         self._register_process_hooks()
 

@@ -1,31 +1,38 @@
-"""The background sender: a bounded queue drained by one worker thread, in batches.
+"""The background sender: a bounded queue drained in batches by one worker thread.
 
-``put()`` only queues (no I/O in the agent's thread); the worker delivers through
-:class:`~agentledger.client._sender.BatchPoster` and spills what the server cannot take. How
-queueing, retries, spill, flush/close deadlines and ``fork()`` fit together:
-docs/design/client-sender.md.
+``put()`` only queues (no network I/O in the agent's thread); the worker hands batches to the
+:class:`~agentledger.client._exporter.Exporter` and acts on what became of every event:
+stored, refused for good (dead-letter file), or kept (spill) while the server is away or
+refuses the key. How queueing, the memory budget, ordering, spill, flush/close and
+``fork()`` fit together: docs/design/client-sender.md.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 
 import httpx
 
+from agentledger.client._dead_letter import DeadLetterFile
+from agentledger.client._exporter import Answer, Exporter
 from agentledger.client._guard import capture_internal_exceptions, logger
-from agentledger.client._models import FlushResult, Stats
+from agentledger.client._models import DeliveryError, FlushResult, Stats
+from agentledger.client._problems import Problems
+from agentledger.client._queue import EventQueue, item_bytes
 from agentledger.client._redaction import ClientRedactor
 from agentledger.client._retry import RetryPolicy
-from agentledger.client._sender import BatchPoster
-from agentledger.client._spill import SpillStore
+from agentledger.client._spill import Segment, SpillStore
 from agentledger.client._tally import Counters, Tally
 from agentledger.client._wire import Item, item_line
 
 __all__ = ["BatchSender"]
+
+#: Seconds between scans for spill segments left by processes that exited.
+ORPHAN_SCAN_INTERVAL_S = 10.0
 
 
 class BatchSender:
@@ -38,10 +45,13 @@ class BatchSender:
         timeout: httpx timeout of one request.
         policy: retry policy of one batch.
         spill: the disk spill, or ``None`` (then the oldest events are dropped when full).
+        dead_letter: where refused events are written, or ``None`` (they are only counted).
         redactor: applied to ``data``/``metadata`` before anything leaves the process.
         flush_interval_s: longest wait before a partial batch is sent (seconds).
         max_batch_events: events per request (server limit 500).
         max_queue_events: events held in memory before overflow handling.
+        max_queue_bytes: estimated bytes held in memory before overflow handling.
+        on_error: called (from the sender's thread) with each :class:`DeliveryError`.
         max_probe_interval_s: longest wait between probes of an unavailable server (seconds).
     """
 
@@ -54,10 +64,13 @@ class BatchSender:
         timeout: httpx.Timeout,
         policy: RetryPolicy,
         spill: SpillStore | None,
+        dead_letter: DeadLetterFile | None,
         redactor: ClientRedactor | None,
         flush_interval_s: float,
         max_batch_events: int,
         max_queue_events: int,
+        max_queue_bytes: int,
+        on_error: Callable[[DeliveryError], object] | None = None,
         max_probe_interval_s: float = 30.0,
     ) -> None:
         self._url = url
@@ -66,28 +79,33 @@ class BatchSender:
         self._timeout = timeout
         self._policy = policy
         self._spill = spill
+        self._dead_letter = dead_letter
         self._redactor = redactor
         self._interval_s = flush_interval_s
         self._max_batch = max_batch_events
         self._max_queue = max_queue_events
+        self._max_queue_bytes = max_queue_bytes
+        self._on_error = on_error
         self._max_probe_s = max_probe_interval_s
         self._init_state()
 
     def _init_state(self) -> None:
-        self._queue: collections.deque[Item] = collections.deque()
+        self._queue = EventQueue(self._max_queue, self._max_queue_bytes)
         self._tally = Tally()
         self._lock = self._tally.lock  # counters, waiters, queue, in-flight
+        # Held while events move from memory to the spill and while the worker picks what
+        # to send next, so what reaches the server keeps the order of log() calls.
+        self._order = threading.Lock()
         self._wake = threading.Event()
         self._abort = threading.Event()  # set by close(): stop retrying, give up waits
-        self._poster = BatchPoster(
+        self._exporter = Exporter(
             url=self._url,
             headers=self._headers,
             transport=self._transport,
             timeout=self._timeout,
             policy=self._policy,
-            tally=self._tally,
             cancel=self._abort,
-            spill_on=self._spill is not None,
+            on_retry=self._tally.retried,
             max_probe_interval_s=self._max_probe_s,
         )
         self._thread: threading.Thread | None = None
@@ -96,6 +114,7 @@ class BatchSender:
         self._inflight: list[Item] | None = None
         self._inflight_taken = False
         self._next_orphan_scan = 0.0
+        self._problems = Problems(self._tally, self._dead_letter, self._on_error)
 
     # -- caller side -----------------------------------------------------------------------
 
@@ -104,20 +123,19 @@ class BatchSender:
         if self._closed:
             self._late(item)
             return
+        size = item_bytes(item)
         queue = self._queue
         with self._lock:
             self._tally.n.enqueued += 1
-            overflow = len(queue) >= self._max_queue
-            if not overflow:
-                queue.append(item)
-        if overflow:
-            self._overflow(item)
-        elif len(queue) >= self._max_batch and not self._poster.down and not self._wake.is_set():
-            # ``Event.set()`` takes a lock and notifies: only when it changes something (a
-            # queue held back by a slow or absent server would otherwise pay it per event).
-            # While the server is down the sender keeps its own probe schedule: waking it per
-            # event made it spin (wake, "not yet time to probe", sleep) and burn the GIL the
-            # agent needs; the queue is spilled on its interval and on overflow instead.
+            fits = queue.has_room(size)
+            if fits:
+                queue.push(item, size)
+        if not fits:
+            self._overflow(item, size)
+        elif len(queue) >= self._max_batch and not self._exporter.down and not self._wake.is_set():
+            # ``Event.set()`` takes a lock and notifies: only when it changes something. While
+            # the server is down the worker keeps its own probe schedule (waking it per event
+            # made it spin and take the interpreter lock from the agent).
             self._wake.set()
         if self._thread is None and not self._thread_failed:
             self._start()
@@ -126,27 +144,29 @@ class BatchSender:
         """Count an event ``log()`` refused (bad argument); logs a warning, never raises."""
         with self._lock:
             self._tally.n.enqueued += 1
-            self._tally.settle_locked(failed=1)
+        self._tally.outcome(failed=1, source="memory")
         logger.warning("agentledger: event %s not logged: %s", event_id, problem)
 
-    def _overflow(self, item: Item) -> None:
-        if self._spill is not None:
-            with capture_internal_exceptions("client.overflow"):
-                if self._spill_items([item], sync=False):
-                    return
-                self._tally.settle(dropped=1)
-                return
-        with self._lock:
-            # spill off: drop the oldest queued event, keep the newest
-            dropped = 0
-            try:
-                self._queue.popleft()
-            except IndexError:
-                pass
-            else:
-                dropped = 1
-            self._queue.append(item)
-            self._tally.settle_locked(dropped=dropped)
+    def _overflow(self, item: Item, size: int) -> None:
+        """The memory budget is spent. With a spill, the *oldest* queued events move to disk
+        (so disk stays older than memory and order holds); without one, the oldest are
+        dropped and counted. Either way the new event is queued."""
+        if self._spill is None:
+            with self._lock:
+                dropped = 0
+                while not self._queue.has_room(size):
+                    dropped += len(self._queue.pop(1))
+                self._queue.push(item, size)
+                self._tally.n.dropped += dropped
+                self._tally.notify_locked()
+            self._wake.set()
+            return
+        with capture_internal_exceptions("client.overflow"), self._order:
+            with self._lock:
+                oldest = self._queue.pop(max(self._max_batch, len(self._queue) // 4))
+            self._spill_items(oldest, sync=False)
+            with self._lock:
+                self._queue.push(item, size)
         self._wake.set()
 
     def _late(self, item: Item) -> None:
@@ -154,9 +174,10 @@ class BatchSender:
         with self._lock:
             self._tally.n.enqueued += 1
         with capture_internal_exceptions("client.late_event"):
-            if self._spill is not None and self._spill_items([item], sync=True):
+            if self._spill is not None:
+                self._spill_items([item], sync=True)  # counted as dropped if it fails
                 return
-            self._tally.settle(dropped=1)
+            self._tally.outcome(dropped=1, source="memory")
             logger.warning("agentledger: event %s logged after close() was dropped", item.event_id)
 
     def _start(self) -> None:
@@ -175,11 +196,12 @@ class BatchSender:
     # -- flush / close ---------------------------------------------------------------------
 
     def flush_request(self) -> tuple[Future[None], Counters]:
-        """Ask the worker to send everything queued now; the future completes when it is
-        settled. Returns the future and a copy of the counters at the time of the call."""
+        """Ask the worker to deliver everything outstanding now, the backlog of earlier
+        processes included (claimed here, so the flush waits for it). Returns the future,
+        done when that is settled, and a copy of the counters at the time of the call."""
+        self._claim_orphans()
         future, before = self._tally.flush_waiter()
-        self._next_orphan_scan = 0.0  # a flush also picks up spill left by other processes
-        self._poster.next_probe = 0.0  # and tries a server marked down right away
+        self._exporter.next_probe = 0.0  # a flush tries a server marked down right away
         if self._thread is None and not self._thread_failed and not self._closed:
             self._start()
         self._wake.set()
@@ -190,17 +212,13 @@ class BatchSender:
         return self._tally.flush_result(before, started, complete)
 
     def sync_flush(self, timeout_s: float) -> FlushResult:
-        """Block until every event queued before the call is settled, or ``timeout_s``."""
+        """Block until every event queued before the call is delivered (or refused or
+        dropped) and the adopted backlog is stored, or ``timeout_s`` passed."""
         started = time.monotonic()
         future, before = self.flush_request()
         if self._thread is None:
             self._drain_inline(started + timeout_s)
-        try:
-            future.result(timeout=max(0.0, timeout_s - (time.monotonic() - started)))
-            complete = True
-        except TimeoutError:
-            complete = False
-        return self.flush_result(before, started, complete)
+        return self.flush_result(before, started, _wait(future, started + timeout_s))
 
     async def async_flush(self, timeout_s: float) -> FlushResult:
         """:meth:`sync_flush` for an event loop: waits without blocking it (and never sends
@@ -217,11 +235,7 @@ class BatchSender:
         future, before = self.flush_request()
         if self._thread is None and not self._closed:
             self._drain_inline(deadline)
-        try:
-            future.result(timeout=max(0.0, deadline - time.monotonic()))
-            complete = True
-        except TimeoutError:
-            complete = False
+        complete = _wait(future, deadline)
         return self.finish_close(before, started, complete, deadline=deadline)
 
     async def async_close(self, timeout_s: float) -> FlushResult:
@@ -246,11 +260,10 @@ class BatchSender:
         thread = self._thread
         if thread is not None:
             thread.join(0.05)
-        sync = time.monotonic() < deadline
-        self._keep_leftovers(sync=sync)
-        complete = complete or self._tally.all_settled()
+        self._keep_leftovers(sync=time.monotonic() < deadline)
+        complete = complete and self._tally.nothing_outstanding()
         result = self.flush_result(before, started, complete)
-        self._poster.release(close=thread is None or not thread.is_alive())
+        self._exporter.release(close=thread is None or not thread.is_alive())
         if self._spill is not None:
             with capture_internal_exceptions("client.close_spill"):
                 self._spill.close(sync=time.monotonic() < deadline)
@@ -262,26 +275,28 @@ class BatchSender:
         return self._closed
 
     def _keep_leftovers(self, *, sync: bool) -> None:
-        """At close: spill (or drop) what is still queued or in flight."""
-        with self._lock:
-            left = list(self._queue)
-            self._queue.clear()
-            if self._inflight is not None and not self._inflight_taken:
-                left = self._inflight + left
-                self._inflight_taken = True
-        if not left:
-            return
-        if self._spill is not None:
+        """At close: spill (or drop) what is still queued or in flight, in order."""
+        with self._order:
+            with self._lock:
+                left = self._queue.drain()
+                inflight: list[Item] = []
+                if self._inflight is not None and not self._inflight_taken:
+                    inflight = self._inflight
+                    self._inflight_taken = True
+            if not left and not inflight:
+                return
+            if self._spill is None:
+                self._tally.outcome(dropped=len(left) + len(inflight), source="memory")
+                logger.warning(
+                    "agentledger: %d unsent events dropped at close (no spill)",
+                    len(left) + len(inflight),
+                )
+                return
             with capture_internal_exceptions("client.close_spill"):
-                if self._spill_items(left, sync=False):
-                    if sync:
-                        try:
-                            self._spill.sync()
-                        except OSError as error:
-                            logger.warning("agentledger: spill fsync failed at close: %s", error)
-                    return
-        self._tally.settle(dropped=len(left))
-        logger.warning("agentledger: %d unsent events dropped at close (no spill)", len(left))
+                if inflight:
+                    self._spill_items(inflight, sync=sync, first=True)
+                if left:
+                    self._spill_items(left, sync=sync)
 
     def stats(self) -> Stats:
         """Counters since creation (see :class:`~agentledger.client.Stats`)."""
@@ -290,7 +305,7 @@ class BatchSender:
             with capture_internal_exceptions("client.stats"):
                 spill_bytes = self._spill.size_bytes
         with self._lock:
-            return self._tally.stats_locked(len(self._queue), spill_bytes)
+            return self._tally.stats_locked(self._queue.bytes, spill_bytes)
 
     def after_fork_in_child(self) -> None:
         """Fresh queue, locks, counters and worker in a forked child (field case H19)."""
@@ -310,7 +325,7 @@ class BatchSender:
             with capture_internal_exceptions("client.sender"):
                 self._cycle(deadline=None)
                 if self._spill is not None:
-                    self._spill.sync()  # overflow lines buffered by the agent's thread
+                    self._spill.sync()  # lines moved to disk by the agent's thread
 
     def _drain_inline(self, deadline: float) -> None:
         """Send from the calling thread (no worker could be started, e.g. at exit)."""
@@ -318,142 +333,153 @@ class BatchSender:
             self._cycle(deadline=deadline)
 
     def _cycle(self, deadline: float | None) -> None:
-        """Deliver until the queue and the spill backlog are empty, the server is down, or
-        ``deadline`` (monotonic seconds) passes."""
-        spill = self._spill
-        poster = self._poster
+        """Deliver until memory and spill are empty, the server is down, or ``deadline``
+        (monotonic seconds) passes."""
+        exporter = self._exporter
         while not self._abort.is_set() or deadline is not None:
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 return
-            if poster.down:
-                if now < poster.next_probe:
-                    self._spill_queue()
+            if exporter.down:
+                if now < exporter.next_probe or not self._send_next(deadline, probe=True):
+                    if now >= exporter.next_probe:
+                        exporter.probe_failed()
+                    self._spill_memory()
                     return
-                if not self._probe(deadline):
-                    poster.probe_failed()
-                    self._spill_queue()
-                    return
-                poster.mark_up()
-                self._next_orphan_scan = 0.0
-            if spill is not None and now >= self._next_orphan_scan:
-                self._next_orphan_scan = now + 10.0
-                if spill.claim_orphans():
-                    logger.info("agentledger: resending events spilled by an earlier process")
-            worked = False
-            if spill is not None and spill.has_backlog():
-                worked = True
-                if not self._send_spilled(deadline, single_attempt=False):
-                    continue
-            batch = self._take()
-            if batch:
-                worked = True
-                self._send_queued(batch, deadline)
-            if not worked:
+                exporter.mark_up()
+                self._problems.solved()
+                continue
+            if now >= self._next_orphan_scan:
+                self._claim_orphans()
+            if not self._send_next(deadline, probe=False):
                 return
 
-    def _take(self) -> list[Item]:
-        with self._lock:
-            queue = self._queue
-            n = min(len(queue), self._max_batch)
-            batch = [queue.popleft() for _ in range(n)]
-            self._inflight = batch if batch else None
-            self._inflight_taken = False
-            return batch
+    def _claim_orphans(self) -> None:
+        if self._spill is None:
+            return
+        self._next_orphan_scan = time.monotonic() + ORPHAN_SCAN_INTERVAL_S
+        with capture_internal_exceptions("client.claim_orphans"):
+            adopted = self._spill.claim_orphans()
+            if adopted:
+                self._tally.adopted(adopted)
+                logger.info(
+                    "agentledger: resending %d events spilled by an earlier process", adopted
+                )
 
-    def _settle_inflight(self) -> bool:
-        """Mark the in-flight batch done; False when close() already took it over."""
+    def _send_next(self, deadline: float | None, *, probe: bool) -> bool:
+        """Send the oldest pending batch (spill before memory). Returns whether something
+        was sent and the server answered; a probe with nothing pending asks ``/health``."""
+        spill = self._spill
+        with self._order:
+            if spill is not None and spill.has_backlog():
+                batch = spill.next_batch(self._max_batch)
+            else:
+                batch = None
+                with self._lock:
+                    items = self._queue.pop(self._max_batch)
+                    self._inflight = items or None
+                    self._inflight_taken = False
+        if batch is not None:
+            segment, lines = batch
+            if segment.unreadable:  # lines of an adopted file that are not events
+                self._tally.outcome(failed=segment.unreadable, source="backlog")
+                segment.unreadable = 0
+            answer = self._exporter.export(lines, deadline, single_attempt=probe)
+            self._apply_spilled(segment, lines, answer)
+            return answer.error is None or len(answer.kept) < len(lines)
+        if not items:
+            return self._exporter.health() if probe else False
+        lines = self._lines(items)
+        answer = self._exporter.export(lines, deadline, single_attempt=probe)
         with self._lock:
             taken = self._inflight_taken
             self._inflight = None
             self._inflight_taken = False
-            return not taken
+        if taken:
+            return True  # close() spilled this batch already; a late success is a duplicate
+        self._apply_memory(items, lines, answer)
+        return len(answer.kept) < len(lines)
+
+    # -- outcomes --------------------------------------------------------------------------
+
+    def _apply_memory(self, items: list[Item], lines: list[bytes], answer: Answer) -> None:
+        failed, dead = self._problems.refused(lines, answer)
+        self._tally.outcome(
+            stored=answer.stored,
+            duplicates=answer.duplicates,
+            failed=failed,
+            dead_lettered=dead,
+            source="memory",
+        )
+        if answer.kept:
+            kept = [items[i] for i in answer.kept]
+            if self._spill is not None:
+                with self._order:  # older than anything spilled meanwhile: goes first
+                    self._spill_lines([lines[i] for i in answer.kept], sync=True, first=True)
+            else:
+                with self._lock:
+                    self._queue.push_front(kept)
+        self._problems.report(answer.error)
+
+    def _apply_spilled(self, segment: Segment, lines: list[bytes], answer: Answer) -> None:
+        assert self._spill is not None
+        failed, dead = self._problems.refused(lines, answer)
+        keep = [lines[i] for i in answer.kept]
+        self._spill.delivered(segment, len(lines), keep)
+        self._tally.outcome(
+            stored=answer.stored,
+            duplicates=answer.duplicates,
+            failed=failed,
+            dead_lettered=dead,
+            source="spill" if segment.own else "backlog",
+        )
+        self._problems.report(answer.error)
+
+    # -- moving events to disk -------------------------------------------------------------
 
     def _lines(self, items: list[Item]) -> list[bytes]:
         redactor = self._redactor
         return [item_line(item, redactor) for item in items]
 
-    def _spill_items(self, items: list[Item], *, sync: bool) -> bool:
-        return self._spill_lines(self._lines(items), sync=sync)
+    def _spill_items(self, items: list[Item], *, sync: bool, first: bool = False) -> bool:
+        return self._spill_lines(self._lines(items), sync=sync, first=first)
 
-    def _spill_lines(self, lines: list[bytes], *, sync: bool) -> bool:
-        """Append to the spill and count the events spilled; False when it refused them."""
+    def _spill_lines(self, lines: list[bytes], *, sync: bool, first: bool = False) -> bool:
+        """Write events of this process to the spill (``first``: before what it holds) and
+        count them; when the cap or the disk refuses them they are counted as dropped."""
         assert self._spill is not None
         try:
-            ok = self._spill.append(lines, sync=sync)
+            ok = self._spill.prepend(lines) if first else self._spill.append(lines, sync=sync)
+            problem = "spill full (max_spill_bytes)"
         except OSError as error:
-            logger.warning("agentledger: spill write failed (%s); events dropped", error)
             ok = False
+            problem = f"spill write failed: {error}"
         if ok:
-            self._tally.settle(spilled=len(lines))
-        return ok
+            self._tally.spilled(len(lines))
+            return True
+        self._tally.outcome(dropped=len(lines), source="memory")
+        logger.warning("agentledger: %s; %d events dropped", problem, len(lines))
+        return False
 
-    def _spill_queue(self) -> None:
-        """While the server is down: move queued events to the spill, a batch per fsync."""
+    def _spill_memory(self) -> None:
+        """While the server is away: move queued events to the spill, a batch per fsync."""
         if self._spill is None:
             return
-        while True:
-            with self._lock:
-                n = min(len(self._queue), self._max_batch)
-                items = [self._queue.popleft() for _ in range(n)]
-            if not items:
-                return
-            if not self._spill_items(items, sync=True):
-                self._tally.settle(dropped=len(items))
-                logger.warning("agentledger: spill full; %d events dropped", len(items))
+        with self._order:
+            while True:
+                with self._lock:
+                    items = self._queue.pop(self._max_batch)
+                if not items:
+                    return
+                self._spill_items(items, sync=True)
 
-    def _send_queued(self, items: list[Item], deadline: float | None) -> None:
-        lines = self._lines(items)
-        answered = self._poster.deliver(lines, deadline, single_attempt=False)
-        if not self._settle_inflight():
-            return  # close() spilled this batch already; a late success is a duplicate
-        if answered:
-            return
-        # unavailable: keep the events
-        if self._spill is not None:
-            if not self._spill_lines(lines, sync=True):
-                self._tally.settle(dropped=len(items))
-            return
-        # spill off: put them back at the head of the queue; overflow drops the oldest
-        with self._lock:
-            self._queue.extendleft(reversed(items))
-            extra = len(self._queue) - self._max_queue
-            for _ in range(max(0, extra)):
-                self._queue.popleft()
-            if extra > 0:
-                self._tally.settle_locked(dropped=extra)
 
-    def _send_spilled(self, deadline: float | None, *, single_attempt: bool) -> bool:
-        """Resend the oldest spilled batch; True when it was delivered."""
-        assert self._spill is not None
-        batch = self._spill.next_batch(self._max_batch)
-        if batch is None:
-            return True
-        segment, lines = batch
-        if not self._poster.deliver(
-            lines, deadline, single_attempt=single_attempt, from_spill=True
-        ):
-            return False
-        self._spill.delivered(segment, len(lines))
-        return True
-
-    def _probe(self, deadline: float | None) -> bool:
-        """One attempt with the oldest pending batch while the server is marked down."""
-        if self._spill is not None and self._spill.has_backlog():
-            return self._send_spilled(deadline, single_attempt=True)
-        batch = self._take()
-        if not batch:
-            with self._lock:
-                self._inflight = None
-            return self._poster.health()
-        answered = self._poster.deliver(self._lines(batch), deadline, single_attempt=True)
-        if not self._settle_inflight():
-            return answered
-        if answered:
-            return True
-        with self._lock:
-            self._queue.extendleft(reversed(batch))
+def _wait(future: Future[None], deadline: float) -> bool:
+    try:
+        future.result(timeout=max(0.0, deadline - time.monotonic()))
+    except TimeoutError:
         return False
+    return True
 
 
 async def _wait_future(future: Future[None], timeout_s: float) -> bool:

@@ -6,7 +6,7 @@ import; its other reads come from :class:`LedgerReads`."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import IO, Any
 
@@ -16,7 +16,8 @@ from agentledger.client._base import DEFAULT_TIMEOUT_S, RedactSetting
 from agentledger.client._calls import Call
 from agentledger.client._config import DEFAULT, Default
 from agentledger.client._errors import transport_error_from
-from agentledger.client._models import FlushResult, ImportResult
+from agentledger.client._models import DeliveryError, FlushResult, ImportResult
+from agentledger.client._queue import DEFAULT_MAX_QUEUE_BYTES, DEFAULT_MAX_QUEUE_EVENTS
 from agentledger.client._reads import LedgerReads
 from agentledger.client._retry import RetryPolicy
 from agentledger.client._spill import DEFAULT_MAX_SPILL_BYTES
@@ -47,7 +48,10 @@ class Ledger(LedgerReads):
             queue is full, and counted).
         flush_interval_s: longest delay before a partial batch is sent (seconds).
         max_batch_events: events per request, 1..500.
-        max_queue_events: events held in memory before overflowing to the spill.
+        max_queue_events: events held in memory before the oldest move to the spill.
+        max_queue_bytes: memory budget of queued events (estimated bytes, default 64 MiB);
+            past it the oldest queued events move to the spill (or are dropped without
+            one). See "Delivery" in docs/pages/client.md.
         flush_timeout_s: time the exit hook may spend flushing (seconds).
         timeout: timeout of one HTTP request (seconds or ``httpx.Timeout``).
         redact: ``True`` (secret-named keys), ``False``, or extra pattern names
@@ -59,6 +63,9 @@ class Ledger(LedgerReads):
         retry: retry policy of the sender (:class:`RetryPolicy`).
         max_spill_bytes: size cap of the spill (bytes).
         max_string_chars: longest string kept whole in ``data`` (characters).
+        on_error: called from the sender's thread with a :class:`DeliveryError` when the
+            server refuses the key (401/403), the URL (404) or events for good, or is
+            unavailable. Exceptions it raises are logged, never propagated.
 
     Raises:
         ConfigurationError: no API key, a bad URL, agent name or limit.
@@ -73,7 +80,8 @@ class Ledger(LedgerReads):
         spill_dir: str | os.PathLike[str] | Default | None = DEFAULT,
         flush_interval_s: float = 0.2,
         max_batch_events: int = 500,
-        max_queue_events: int = 10_000,
+        max_queue_events: int = DEFAULT_MAX_QUEUE_EVENTS,
+        max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
         flush_timeout_s: float = 5.0,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT_S,
         redact: RedactSetting = True,
@@ -82,6 +90,7 @@ class Ledger(LedgerReads):
         retry: RetryPolicy | None = None,
         max_spill_bytes: int = DEFAULT_MAX_SPILL_BYTES,
         max_string_chars: int = DEFAULT_MAX_STRING_CHARS,
+        on_error: Callable[[DeliveryError], object] | None = None,
     ) -> None:
         super().__init__(
             url,
@@ -91,6 +100,7 @@ class Ledger(LedgerReads):
             flush_interval_s=flush_interval_s,
             max_batch_events=max_batch_events,
             max_queue_events=max_queue_events,
+            max_queue_bytes=max_queue_bytes,
             flush_timeout_s=flush_timeout_s,
             timeout=timeout,
             redact=redact,
@@ -98,6 +108,7 @@ class Ledger(LedgerReads):
             retry=retry,
             max_spill_bytes=max_spill_bytes,
             max_string_chars=max_string_chars,
+            on_error=on_error,
         )
         self._transport = transport
         self._client = None

@@ -11,7 +11,7 @@ import os
 import secrets
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -25,9 +25,6 @@ __all__ = ["DEFAULT_MAX_SPILL_BYTES", "Segment", "SpillStore", "destination_dir"
 #: Default size cap of one destination's spill (bytes).
 DEFAULT_MAX_SPILL_BYTES: Final = 512 * 1024 * 1024
 
-#: Lines buffered from the agent's thread before one write (bytes).
-OVERFLOW_BUFFER_BYTES: Final = 64 * 1024
-
 #: Default size at which the active segment is rotated (bytes).
 DEFAULT_SEGMENT_BYTES: Final = 4 * 1024 * 1024
 
@@ -39,13 +36,21 @@ def destination_dir(spill_dir: Path, url: str) -> Path:
 
 @dataclass
 class Segment:
-    """One claimed spill file being resent; ``offset`` = lines already delivered."""
+    """One spill file ready to be resent; ``offset`` = lines already delivered.
+
+    ``own``: written by this process (its events count as ``in_spill``); otherwise adopted
+    from a process that exited (they count as ``in_backlog``)."""
 
     path: Path
     lock: filelock.BaseFileLock
+    own: bool
     lines: list[bytes] | None = None
     offset: int = 0
     size: int = 0
+    #: lines counted when the segment was claimed (adopted segments only)
+    counted: int | None = None
+    #: counted lines that turned out not to be events (torn or corrupt), not yet reported
+    unreadable: int = 0
 
     def load(self) -> list[bytes]:
         """Read the file once; a torn last line (crash mid-write) is skipped."""
@@ -63,7 +68,14 @@ class Segment:
                     continue
                 kept.append(line)
             self.lines = kept
+            if self.counted is not None and self.counted > len(kept):
+                self.unreadable = self.counted - len(kept)
         return self.lines
+
+    @property
+    def remaining(self) -> int:
+        """Lines not yet delivered (the file is read if it was not)."""
+        return len(self.load()) - self.offset
 
 
 @dataclass
@@ -72,12 +84,24 @@ class _Active:
     fd: int
     lock: filelock.BaseFileLock
     size: int = 0
+    lines: int = 0
     unsynced: bool = False
-    inherited: list[object] = field(default_factory=list)
+
+
+def _segment_key(path: Path) -> int:
+    """The ordering key in a segment's name (``seg-<key>-<pid>-<random>.ndjson``)."""
+    try:
+        return int(path.name.split("-")[1])
+    except (IndexError, ValueError):
+        return 0
 
 
 class SpillStore:
     """The spill of one client (thread-safe; the caller's thread may append on overflow).
+
+    Everything this process spilled is older than what it still holds in memory, and the
+    segments are resent in name order, so a process's events reach the server in the order
+    they were logged (docs/design/client-spill.md).
 
     Args:
         directory: the destination directory (see :func:`destination_dir`); created on demand.
@@ -97,15 +121,11 @@ class SpillStore:
         self.segment_bytes = segment_bytes
         self._lock = threading.Lock()
         self._active: _Active | None = None
-        self._ready: list[Segment] = []  # claimed segments waiting to be resent, oldest first
+        self._ready: list[Segment] = []  # segments waiting to be resent, in name order
         self._claimed: set[Path] = set()
         self._bytes = 0
         self._measured = False
         self._inherited: list[object] = []  # objects of the parent after fork (never released)
-        # Lines appended with sync=False (the agent's thread on queue overflow) wait here and
-        # are written in one os.write per OVERFLOW_BUFFER_BYTES, or by the next sync().
-        self._buffer: list[bytes] = []
-        self._buffer_bytes = 0
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -120,76 +140,96 @@ class SpillStore:
         except FileNotFoundError:
             self._bytes = 0
 
-    def _open_active(self) -> _Active:
+    def _new_segment(self, key: int) -> tuple[Path, filelock.BaseFileLock, int]:
         self.directory.mkdir(parents=True, exist_ok=True)
-        name = f"seg-{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}.ndjson"
+        name = f"seg-{key:020d}-{os.getpid()}-{secrets.token_hex(4)}.ndjson"
         path = self.directory / name
         lock = filelock.FileLock(str(path) + ".lock", thread_local=False)
         lock.acquire(timeout=0)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self._active = _Active(path=path, fd=fd, lock=lock)
         self._claimed.add(path)
-        return self._active
+        return path, lock, fd
 
     def append(self, lines: list[bytes], *, sync: bool = True) -> bool:
-        """Append lines (each one JSON document, no newline).
-
-        With ``sync`` the lines (and any buffered ones) are written and fsynced now (one
-        fsync per batch). Without it they are buffered in memory (at most
-        :data:`OVERFLOW_BUFFER_BYTES`) so the agent's thread makes no system call per event;
-        :meth:`sync` writes them.
+        """Append lines (each one JSON document, no newline) after everything spilled so far,
+        in one ``write``; fsynced when ``sync``.
 
         Returns:
             ``False`` when the size cap refuses them (nothing written), else ``True``.
 
         Raises:
-            OSError: the disk write failed (the caller counts the lines as dropped).
+            OSError: the disk write failed; nothing of it is left in the file.
         """
         if not lines:
             return True
         payload = b"\n".join(lines) + b"\n"
         with self._lock:
             self._measure()
-            if self._bytes + self._buffer_bytes + len(payload) > self.max_bytes:
+            if self._bytes + len(payload) > self.max_bytes:
                 return False
-            if not sync:
-                self._buffer.append(payload)
-                self._buffer_bytes += len(payload)
-                if self._buffer_bytes >= OVERFLOW_BUFFER_BYTES:
-                    self._write_locked(b"", fsync=False)
-                return True
-            self._write_locked(payload, fsync=True)
+            active = self._active
+            if active is None:
+                path, lock, fd = self._new_segment(time.time_ns())
+                active = self._active = _Active(path=path, fd=fd, lock=lock)
+            _write_whole(active.fd, payload, active.size)
+            active.size += len(payload)
+            active.lines += len(lines)
+            self._bytes += len(payload)
+            active.unsynced = True
+            if sync:
+                os.fsync(active.fd)
+                active.unsynced = False
+            if active.size >= self.segment_bytes:
+                self._rotate_locked()
         return True
 
-    def _write_locked(self, payload: bytes, *, fsync: bool) -> None:
-        if self._buffer:
-            payload = b"".join(self._buffer) + payload
-            self._buffer.clear()
-            self._buffer_bytes = 0
-        if not payload:
-            if fsync and self._active is not None and self._active.unsynced:
-                os.fsync(self._active.fd)
-                self._active.unsynced = False
-            return
-        active = self._active or self._open_active()
-        os.write(active.fd, payload)
-        active.size += len(payload)
-        self._bytes += len(payload)
-        active.unsynced = True
-        if fsync:
-            os.fsync(active.fd)
-            active.unsynced = False
-        if active.size >= self.segment_bytes:
-            self._rotate_locked()
+    def prepend(self, lines: list[bytes]) -> bool:
+        """Write lines *before* everything this process spilled (a batch that was in flight
+        while newer events were spilled): a new segment named to sort first, fsynced.
+
+        Returns and raises like :meth:`append`."""
+        if not lines:
+            return True
+        payload = b"\n".join(lines) + b"\n"
+        with self._lock:
+            self._measure()
+            if self._bytes + len(payload) > self.max_bytes:
+                return False
+            keys = [_segment_key(s.path) for s in self._ready if s.own]
+            if self._active is not None:
+                keys.append(_segment_key(self._active.path))
+            path, lock, fd = self._new_segment(min(keys) - 1 if keys else time.time_ns())
+            try:
+                _write_whole(fd, payload, 0)
+                os.fsync(fd)
+            except OSError:
+                os.close(fd)
+                self._drop_file_locked(path, lock)
+                raise
+            os.close(fd)
+            self._bytes += len(payload)
+            segment = Segment(path=path, lock=lock, own=True, lines=list(lines), size=len(payload))
+            self._ready.append(segment)
+            self._ready.sort(key=lambda s: s.path.name)
+        return True
+
+    def _drop_file_locked(self, path: Path, lock: filelock.BaseFileLock) -> None:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        self._claimed.discard(path)
+        lock.release()
+        with contextlib.suppress(OSError):
+            Path(str(path) + ".lock").unlink()
 
     def sync(self) -> None:
-        """Write buffered lines and fsync the active segment."""
+        """fsync the active segment if lines were written to it without."""
         with self._lock:
-            self._write_locked(b"", fsync=True)
+            active = self._active
+            if active is not None and active.unsynced:
+                os.fsync(active.fd)
+                active.unsynced = False
 
     def _rotate_locked(self) -> None:
-        if self._buffer:
-            self._write_locked(b"", fsync=False)  # may rotate itself
         active = self._active
         if active is None:
             return
@@ -198,12 +238,14 @@ class SpillStore:
             os.fsync(active.fd)
         os.close(active.fd)
         # Still locked by us: it becomes a ready segment of this process.
-        self._ready.append(Segment(path=active.path, lock=active.lock))
+        self._ready.append(Segment(path=active.path, lock=active.lock, own=True))
+        self._ready.sort(key=lambda s: s.path.name)
 
     # -- resending -------------------------------------------------------------------------
 
     def claim_orphans(self) -> int:
-        """Claim segments no live process holds (closed or dead writers); returns how many."""
+        """Claim segments no live process holds (closed or dead writers); returns how many
+        lines they hold (read now, so the caller can count the adopted backlog)."""
         try:
             entries = sorted(
                 e.name for e in os.scandir(self.directory) if e.name.endswith(".ndjson")
@@ -224,30 +266,38 @@ class SpillStore:
             if not path.exists():  # resent and deleted by its owner meanwhile
                 lock.release()
                 continue
+            segment = Segment(path=path, lock=lock, own=False)
+            try:
+                count = segment.counted = _count_lines(path)
+            except OSError as error:
+                logger.warning("agentledger spill: cannot read %s: %s", path, error)
+                lock.release()
+                continue
             with self._lock:
                 self._claimed.add(path)
-                self._ready.append(Segment(path=path, lock=lock))
+                self._ready.append(segment)
                 self._ready.sort(key=lambda s: s.path.name)
-            claimed += 1
+            claimed += count
         return claimed
 
     def has_backlog(self) -> bool:
-        """Whether spilled lines wait to be resent (own rotated or claimed segments, or the
-        active segment when it holds lines)."""
+        """Whether spilled lines wait to be resent (ready segments, or the active segment
+        when it holds lines)."""
         with self._lock:
-            return (
-                bool(self._ready)
-                or bool(self._buffer)
-                or (self._active is not None and self._active.size > 0)
+            return bool(self._ready) or (self._active is not None and self._active.size > 0)
+
+    def has_own_backlog(self) -> bool:
+        """Whether lines this process spilled wait to be resent."""
+        with self._lock:
+            return any(s.own for s in self._ready) or (
+                self._active is not None and self._active.size > 0
             )
 
     def next_batch(self, max_lines: int) -> tuple[Segment, list[bytes]] | None:
         """The oldest up to ``max_lines`` undelivered lines, rotating the active segment when
-        nothing else is left. Call :meth:`delivered` after the server took them."""
+        nothing else is left. Call :meth:`delivered` after the server answered for them."""
         with self._lock:
-            if not self._ready and (
-                self._buffer or (self._active is not None and self._active.size > 0)
-            ):
+            if not self._ready and self._active is not None and self._active.size > 0:
                 self._rotate_locked()
             while self._ready:
                 segment = self._ready[0]
@@ -257,13 +307,19 @@ class SpillStore:
                 self._finish_locked(segment)
             return None
 
-    def delivered(self, segment: Segment, count: int) -> None:
-        """Record that ``count`` lines of ``segment`` (from its offset) reached the server."""
+    def delivered(self, segment: Segment, count: int, keep: list[bytes] | None = None) -> None:
+        """Record that the server answered for ``count`` lines of ``segment`` from its
+        offset; ``keep``: lines among them to send again (they stay at the segment's head;
+        the file is not rewritten, a later resend of the others is a harmless duplicate)."""
         with self._lock:
-            if segment not in self._ready:
+            if segment not in self._ready or segment.lines is None:
                 return  # released by close() meanwhile; the next process resends it
+            if keep:
+                start = segment.offset
+                segment.lines[start : start + count] = keep
+                return
             segment.offset += count
-            if segment.lines is not None and segment.offset >= len(segment.lines):
+            if segment.offset >= len(segment.lines):
                 self._finish_locked(segment)
 
     def _finish_locked(self, segment: Segment) -> None:
@@ -282,17 +338,15 @@ class SpillStore:
 
     @property
     def size_bytes(self) -> int:
-        """Bytes in the destination directory (plus buffered lines) as this client knows."""
+        """Bytes in the destination directory as this client knows."""
         with self._lock:
             self._measure()
-            return self._bytes + self._buffer_bytes
+            return self._bytes
 
     def close(self, *, sync: bool = True) -> None:
-        """Write buffered lines, fsync (when ``sync``) and close the active segment, and
-        release every lock (segments stay on disk for the next process)."""
+        """fsync (when ``sync``) and close the active segment, and release every lock
+        (segments stay on disk for the next process)."""
         with self._lock:
-            if self._buffer:
-                self._write_locked(b"", fsync=sync)
             active, self._active = self._active, None
             if active is not None:
                 if active.unsynced and sync:
@@ -308,8 +362,6 @@ class SpillStore:
         """Forget the parent's files without unlocking them (the locks are shared with the
         parent across ``fork()``; releasing them here would release the parent's)."""
         self._lock = threading.Lock()
-        self._buffer = []  # the parent's lines: the parent writes them
-        self._buffer_bytes = 0
         if self._active is not None:
             self._inherited.append(self._active)
             with contextlib.suppress(OSError):
@@ -319,3 +371,27 @@ class SpillStore:
         self._ready = []
         self._claimed = set()
         self._measured = False
+
+
+def _write_whole(fd: int, payload: bytes, size_before: int) -> None:
+    """One ``os.write`` of ``payload``; on failure or a short write (disk full) the file is
+    cut back to ``size_before``, so no partial line stays and the caller can count every
+    line of ``payload`` as not written."""
+    try:
+        written = os.write(fd, payload)
+        if written != len(payload):
+            raise OSError(28, f"short write ({written} of {len(payload)} bytes)")
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size_before)
+        raise
+
+
+def _count_lines(path: Path) -> int:
+    """Complete lines in a spill file (a torn last line has no newline and is not counted;
+    every line is one event), read in chunks so a large backlog is not held in memory."""
+    count = 0
+    with path.open("rb") as file:
+        while chunk := file.read(1 << 20):
+            count += chunk.count(b"\n")
+    return count

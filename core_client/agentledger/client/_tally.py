@@ -1,7 +1,9 @@
-"""The background sender's event counters and the flush waiters they complete.
+"""The sender's event counters and the flush waiters they complete.
 
 One lock (:attr:`Tally.lock`) guards the counters, the waiters and the sender's queue, so an
-event is counted and queued in one step. Methods named ``*_locked`` expect the caller to hold it.
+event is counted and queued in one step. Methods named ``*_locked`` expect the caller to hold
+it. The bookkeeping identity ``enqueued == sent + failed + dropped + in_memory + in_spill``
+holds whenever the lock is free (``in_memory`` = queued + in flight).
 """
 
 from __future__ import annotations
@@ -16,31 +18,43 @@ __all__ = ["Counters", "Tally"]
 
 
 class Counters:
-    """Event counts since the sender was made (``settled``: events that left the queue for
-    good: sent, spilled, dropped or rejected)."""
+    """Event counts since the sender was made (see :class:`~agentledger.client.Stats`)."""
 
     __slots__ = (
+        "backlog_adopted",
+        "backlog_failed",
+        "backlog_sent",
+        "dead_lettered",
         "dropped",
         "duplicates",
         "enqueued",
         "failed",
+        "in_backlog",
+        "in_spill",
         "retried",
         "sent",
-        "settled",
         "spilled",
         "unspilled",
     )
 
     def __init__(self) -> None:
-        self.enqueued = 0
-        self.sent = 0
-        self.duplicates = 0
-        self.retried = 0
-        self.spilled = 0
-        self.unspilled = 0
-        self.dropped = 0
-        self.failed = 0
-        self.settled = 0
+        for name in Counters.__slots__:
+            setattr(self, name, 0)
+
+    enqueued: int
+    sent: int
+    duplicates: int
+    retried: int
+    spilled: int
+    unspilled: int
+    dropped: int
+    failed: int
+    dead_lettered: int
+    in_spill: int
+    in_backlog: int
+    backlog_adopted: int
+    backlog_sent: int
+    backlog_failed: int
 
     def copy(self) -> Counters:
         """A snapshot of the counts."""
@@ -48,6 +62,11 @@ class Counters:
         for name in Counters.__slots__:
             setattr(copy, name, getattr(self, name))
         return copy
+
+    @property
+    def final(self) -> int:
+        """Events of this process with a final outcome (stored, refused or dropped)."""
+        return self.sent + self.failed + self.dropped
 
 
 class _Waiter:
@@ -59,94 +78,128 @@ class _Waiter:
 
 
 class Tally:
-    """Counters plus the futures of pending flushes, each done once ``settled`` reaches the
-    number of events enqueued when its flush was asked."""
+    """Counters plus the futures of pending flushes. A flush's future is done once every
+    event enqueued before it has a final outcome and no adopted backlog is left."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.n = Counters()
+        self.last_error: str | None = None
         self._waiters: list[_Waiter] = []
 
     def notify_locked(self) -> None:
         """Complete the waiters whose events are all settled."""
         if not self._waiters:
             return
-        settled = self.n.settled
+        n = self.n
+        final = n.final
         remaining = []
         for waiter in self._waiters:
             if waiter.future.done():
                 continue
-            if settled >= waiter.target:
+            if final >= waiter.target and n.in_backlog == 0:
                 waiter.future.set_result(None)
             else:
                 remaining.append(waiter)
         self._waiters = remaining
 
-    def settle_locked(self, *, spilled: int = 0, dropped: int = 0, failed: int = 0) -> None:
-        """Count events that left the queue for good, then notify the waiters."""
+    # -- own events ------------------------------------------------------------------------
+
+    def spilled_locked(self, count: int) -> None:
+        """``count`` events of this process (from memory) were written to the spill."""
         n = self.n
-        n.spilled += spilled
-        n.dropped += dropped
-        n.failed += failed
-        n.settled += spilled + dropped + failed
-        self.notify_locked()
+        n.spilled += count
+        n.in_spill += count
 
-    def settle(self, *, spilled: int = 0, dropped: int = 0, failed: int = 0) -> None:
-        """:meth:`settle_locked` under the lock."""
-        with self.lock:
-            self.settle_locked(spilled=spilled, dropped=dropped, failed=failed)
-
-    def answered(
-        self, *, lines: int, ok: int, duplicates: int, failed: int, from_spill: bool
+    def outcome(
+        self,
+        *,
+        stored: int = 0,
+        duplicates: int = 0,
+        failed: int = 0,
+        dead_lettered: int = 0,
+        dropped: int = 0,
+        source: str,
     ) -> None:
-        """Count the server's answer to a batch of ``lines`` events. Resent spill lines were
-        settled when they were spilled: they count as ``unspilled`` instead."""
+        """Final outcomes of events from ``source``: ``"memory"`` (taken from the queue),
+        ``"spill"`` (this process's spill) or ``"backlog"`` (an adopted segment)."""
         with self.lock:
             n = self.n
-            n.sent += ok
-            n.duplicates += duplicates
-            n.failed += failed
-            if from_spill:
-                n.unspilled += ok
+            count = stored + failed + dropped
+            if source == "backlog":
+                n.backlog_sent += stored
+                n.backlog_failed += failed + dropped
+                n.in_backlog -= count
             else:
-                n.settled += lines
+                n.sent += stored
+                n.failed += failed
+                n.dropped += dropped
+                if source == "spill":
+                    n.unspilled += stored
+                    n.in_spill -= count
+            n.duplicates += duplicates
+            n.dead_lettered += dead_lettered
             self.notify_locked()
+
+    def spilled(self, count: int) -> None:
+        """:meth:`spilled_locked` under the lock."""
+        with self.lock:
+            self.spilled_locked(count)
+
+    def adopted(self, count: int) -> None:
+        """``count`` events of earlier processes were claimed from the spill."""
+        with self.lock:
+            self.n.backlog_adopted += count
+            self.n.in_backlog += count
 
     def retried(self, count: int) -> None:
         """Count ``count`` events about to be sent again."""
         with self.lock:
             self.n.retried += count
 
+    def error(self, message: str | None) -> None:
+        """Remember the last delivery problem (``None``: solved)."""
+        with self.lock:
+            self.last_error = message
+
+    # -- flush -----------------------------------------------------------------------------
+
     def flush_waiter(self) -> tuple[Future[None], Counters]:
-        """A future done when every event enqueued so far is settled, and the counts now."""
+        """A future done when every event enqueued so far has a final outcome and the
+        adopted backlog is empty, and the counts now."""
         with self.lock:
             waiter = _Waiter(self.n.enqueued)
             before = self.n.copy()
-            if self.n.settled >= waiter.target:
-                waiter.future.set_result(None)
-            else:
-                self._waiters.append(waiter)
+            self._waiters.append(waiter)
+            self.notify_locked()
         return waiter.future, before
 
     def flush_result(self, before: Counters, started: float, complete: bool) -> FlushResult:
         """A :class:`FlushResult` for the counts since ``before`` (``started``: monotonic)."""
         with self.lock:
             now = self.n
+            in_memory = now.enqueued - now.final - now.in_spill
             return FlushResult(
                 complete=complete,
-                sent=now.sent - before.sent,
+                sent=now.sent + now.backlog_sent - before.sent - before.backlog_sent,
                 spilled=now.spilled - before.spilled,
-                dropped=now.dropped + now.failed - before.dropped - before.failed,
-                pending=max(0, now.enqueued - now.settled),
+                dropped=now.dropped - before.dropped,
+                failed=now.failed + now.backlog_failed - before.failed - before.backlog_failed,
+                dead_lettered=now.dead_lettered - before.dead_lettered,
+                pending=in_memory + now.in_spill + now.in_backlog,
+                in_memory=in_memory,
+                in_spill=now.in_spill,
+                in_backlog=now.in_backlog,
                 elapsed_s=time.monotonic() - started,
             )
 
-    def all_settled(self) -> bool:
-        """Every event enqueued so far is settled."""
+    def nothing_outstanding(self) -> bool:
+        """Every event enqueued so far has a final outcome and no backlog is left."""
         with self.lock:
-            return self.n.settled >= self.n.enqueued
+            n = self.n
+            return n.final >= n.enqueued and n.in_backlog == 0
 
-    def stats_locked(self, queue_depth: int, spill_bytes: int) -> Stats:
+    def stats_locked(self, queue_bytes: int, spill_bytes: int) -> Stats:
         """The public :class:`Stats` of the counts."""
         n = self.n
         return Stats(
@@ -158,6 +211,14 @@ class Tally:
             unspilled=n.unspilled,
             dropped=n.dropped,
             failed=n.failed,
-            queue_depth=queue_depth,
+            queue_depth=n.enqueued - n.final - n.in_spill,
             spill_bytes=spill_bytes,
+            dead_lettered=n.dead_lettered,
+            in_spill=n.in_spill,
+            in_backlog=n.in_backlog,
+            backlog_adopted=n.backlog_adopted,
+            backlog_sent=n.backlog_sent,
+            backlog_failed=n.backlog_failed,
+            queue_bytes=queue_bytes,
+            last_error=self.last_error,
         )

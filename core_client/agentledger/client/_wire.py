@@ -105,11 +105,11 @@ def batch_body(lines: Sequence[bytes]) -> bytes:
 @dataclass(frozen=True)
 class BatchOutcome:
     """The parsed answer of one batch: ``ok`` and ``duplicate`` counts, per-item failures
-    as ``(index, error)``."""
+    as ``(index, status, error)``."""
 
     ok: int
     duplicates: int
-    failures: list[tuple[int, str]]
+    failures: list[tuple[int, int | None, str]]
 
 
 def parse_batch_response(body: Any, sent: int) -> BatchOutcome:
@@ -120,7 +120,7 @@ def parse_batch_response(body: Any, sent: int) -> BatchOutcome:
     if not isinstance(body, dict) or not isinstance(body.get("results"), list):
         return BatchOutcome(ok=sent, duplicates=0, failures=[])
     ok = dups = 0
-    failures: list[tuple[int, str]] = []
+    failures: list[tuple[int, int | None, str]] = []
     for index, result in enumerate(body["results"]):
         if not isinstance(result, dict):
             continue
@@ -129,5 +129,12 @@ def parse_batch_response(body: Any, sent: int) -> BatchOutcome:
             if result.get("duplicate"):
                 dups += 1
         else:
-            failures.append((index, str(result.get("error") or "rejected")))
+            status = result.get("status")
+            failures.append(
+                (
+                    index,
+                    status if isinstance(status, int) else None,
+                    str(result.get("error") or "rejected"),
+                )
+            )
     return BatchOutcome(ok=ok, duplicates=dups, failures=failures)

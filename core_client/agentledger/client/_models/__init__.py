@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from agentledger.client._models.admin import ApiKey, ImportResult
 from agentledger.client._models.chain import ChainHead, ChainProblem, ChainReport
-from agentledger.client._models.delivery import FlushResult, Stats
+from agentledger.client._models.delivery import DeliveryError, FlushResult, Stats
 from agentledger.client._models.events import (
     AgentInfo,
     Cause,
@@ -35,6 +35,7 @@ __all__ = [
     "ChainHead",
     "ChainProblem",
     "ChainReport",
+    "DeliveryError",
     "Edge",
     "Event",
     "EventRef",

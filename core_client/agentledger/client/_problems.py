@@ -1,0 +1,84 @@
+"""What the sender does with problems: events the server refused for good go to the
+dead-letter file (warned about once, counted always), and configuration or availability
+problems are logged once per episode, kept for ``stats().last_error`` and handed to
+``on_error`` (docs/design/client-sender.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agentledger.client._dead_letter import DeadLetterFile
+from agentledger.client._exporter import Answer
+from agentledger.client._guard import capture_internal_exceptions, logger
+from agentledger.client._models import DeliveryError
+from agentledger.client._tally import Tally
+
+__all__ = ["Problems"]
+
+
+class Problems:
+    """Dead-lettering and error reporting of one sender (its worker thread only)."""
+
+    def __init__(
+        self,
+        tally: Tally,
+        dead_letter: DeadLetterFile | None,
+        on_error: Callable[[DeliveryError], object] | None,
+    ) -> None:
+        self._tally = tally
+        self._dead_letter = dead_letter
+        self._on_error = on_error
+        self._reported: str | None = None  # kind of the problem last logged
+        self._warned_dead_letter = False
+
+    def refused(self, lines: list[bytes], answer: Answer) -> tuple[int, int]:
+        """Dead-letter the lines the server refused for good; returns (failed, written)."""
+        rejected = answer.rejected
+        if not rejected:
+            return 0, 0
+        for _, status, reason in rejected[:3]:
+            logger.warning("agentledger: event refused by the server (HTTP %s): %s", status, reason)
+        entries = [(lines[i], status, reason) for i, status, reason in rejected]
+        written = 0
+        if self._dead_letter is not None:
+            try:
+                self._dead_letter.append(entries)
+                written = len(entries)
+            except OSError as error:
+                logger.warning("agentledger: dead-letter write failed: %s", error)
+        where = self._dead_letter.path if written and self._dead_letter else "nowhere (no spill)"
+        if not self._warned_dead_letter:
+            self._warned_dead_letter = True
+            logger.warning(
+                "agentledger: the server refused %d event(s) for good; kept in %s with the "
+                "reason (later refusals are counted in stats().failed without this warning)",
+                len(entries),
+                where,
+            )
+        message = f"server refused {len(entries)} event(s) for good; written to {where}"
+        self._emit(DeliveryError("rejected", rejected[0][1], message, len(entries)))
+        return len(entries), written
+
+    def report(self, error: DeliveryError | None) -> None:
+        """Log a configuration or availability problem once per episode; always tell
+        ``on_error`` and remember it for ``stats().last_error``."""
+        if error is None:
+            return
+        self._tally.error(error.message)
+        if self._reported != error.kind:
+            self._reported = error.kind
+            if error.kind == "unavailable":
+                logger.warning("agentledger: %s", error.message)
+            else:
+                logger.error("agentledger: %s", error.message)
+        self._emit(error)
+
+    def solved(self) -> None:
+        self._reported = None
+        self._tally.error(None)
+
+    def _emit(self, error: DeliveryError) -> None:
+        callback = self._on_error
+        if callback is not None:
+            with capture_internal_exceptions("client.on_error"):
+                callback(error)
