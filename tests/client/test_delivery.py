@@ -72,12 +72,13 @@ def test_a_burst_of_200000_is_stored_when_flush_returns(
 def test_a_paused_server_mid_burst_gets_everything_and_flush_stays_honest(
     server_factory: Any, agent_name: str, tmp_path: Path
 ) -> None:
-    """Delivery: the server stops answering (SIGSTOP) for 5 s in the middle of a burst; a
-    flush during the pause says how much is outstanding and where; once it answers again,
-    everything is stored, in order, once."""
+    """Delivery: the server stops answering (SIGSTOP) for 5 s in the middle of a burst; the
+    queue overflows, so its oldest events move to the spill; a flush during the pause says
+    how much is outstanding and where; once the server answers again, everything is stored,
+    in the order it was logged, once."""
     server = server_factory()
     spill = tmp_path / "spill"
-    ledger = Ledger(server.url, server.api_key, agent_name, spill_dir=spill)
+    ledger = Ledger(server.url, server.api_key, agent_name, spill_dir=spill, max_queue_events=5000)
     total = 60_000
     try:
         for i in range(total // 2):
@@ -96,6 +97,8 @@ def test_a_paused_server_mid_burst_gets_everything_and_flush_stays_honest(
     after = ledger.flush(timeout_s=300)
     assert after.complete and after.pending == 0, after
     _balanced(ledger)
+    stats = ledger.stats()
+    assert stats.spilled > 0 and stats.unspilled == stats.spilled, stats
     ledger.close(10)
     events = stored_events(server.url, server.api_key, agent_name)
     assert [e["data"]["i"] for e in events] == list(range(total))  # in order, once each
@@ -152,7 +155,7 @@ def test_an_earlier_process_backlog_is_stored_by_the_next_flush(
 
 
 def test_a_poisoned_item_is_dead_lettered_and_its_batch_stored(
-    server_factory: Any, store_db: str, agent_name: str, tmp_path: Path
+    server_factory: Any, store_db: str, agent_name: str, tmp_path: Path, caplog: Any
 ) -> None:
     """Delivery: one item of a batch of 500 that the server refuses (an event naming itself
     as its cause): the other 499 are stored, the refused one is written to the dead-letter
@@ -174,20 +177,27 @@ def test_a_poisoned_item_is_dead_lettered_and_its_batch_stored(
         else:
             ledger.log("step_start", {"i": i})
     result = ledger.flush(timeout_s=30)
+    again = str(uuid.uuid4())
+    ledger.log("step_start", {"i": "again"}, event_id=again, parent_id=again)
+    assert ledger.flush(timeout_s=30).failed == 1
     assert result.complete and result.sent == 499 and result.failed == 1, result
     assert result.dead_lettered == 1
     stats = ledger.stats()
     ledger.close(5)
-    assert stats.retried == 0 and stats.failed == stats.dead_lettered == 1
+    assert stats.retried == 0 and stats.failed == stats.dead_lettered == 2
+    warnings = [
+        r for r in caplog.records if "refused" in r.getMessage() and "for good" in r.getMessage()
+    ]
+    assert len(warnings) == 1  # warned once, counted always
     stored = stored_events(server.url, server.api_key, agent_name)
     assert [e["data"]["i"] for e in stored] == [i for i in range(500) if i != 250]
     assert ledger.dead_letter_path is not None
     lines = ledger.dead_letter_path.read_bytes().splitlines()
-    assert len(lines) == 1
+    assert len(lines) == 2
     entry = orjson.loads(lines[0])
     assert entry["event"]["event_id"] == poison and entry["status"] == 422
     assert "parent_id" in entry["reason"] or "cause" in entry["reason"], entry["reason"]
-    assert [e.kind for e in errors] == ["rejected"]
+    assert [e.kind for e in errors] == ["rejected", "rejected"]
 
 
 def test_a_wrong_key_is_an_error_within_a_second_and_the_events_are_kept(
@@ -221,3 +231,41 @@ def test_a_wrong_key_is_an_error_within_a_second_and_the_events_are_kept(
     right.close(5)
     stored = stored_events(ledger_server.url, ledger_server.api_key, agent_name)
     assert [e["event_id"] for e in stored] == [r.event_id for r in refs]
+
+
+def test_a_wrong_url_path_is_an_error_within_a_second_and_the_events_are_kept(
+    ledger_server: Any, agent_name: str, tmp_path: Path
+) -> None:
+    """Delivery: a URL whose path the server does not serve (404) is reported like a wrong
+    key (an error, ``on_error``), and the events are kept on disk, not dropped."""
+    seen = threading.Event()
+    errors: list[DeliveryError] = []
+
+    def on_error(error: DeliveryError) -> None:
+        errors.append(error)
+        seen.set()
+
+    spill = tmp_path / "spill"
+    ledger = Ledger(
+        ledger_server.url + "/not-here",
+        ledger_server.api_key,
+        agent_name,
+        spill_dir=spill,
+        on_error=on_error,
+    )
+    for i in range(5):
+        ledger.log("step_start", {"i": i})
+    assert seen.wait(1.0), "no on_error call within 1 s"
+    assert errors[0].kind == "not_found" and errors[0].status == 404
+    closed = ledger.close(0.5)
+    assert closed.in_spill == 5 and closed.dropped == 0 and not closed.complete
+    assert _on_disk(spill) == 5
+
+
+def test_the_documented_queue_defaults() -> None:
+    """Delivery: the queue holds up to 64 MiB or 100,000 events by default."""
+    import inspect
+
+    params = inspect.signature(Ledger).parameters
+    assert params["max_queue_bytes"].default == 64 * 1024 * 1024
+    assert params["max_queue_events"].default == 100_000
