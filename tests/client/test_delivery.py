@@ -221,6 +221,7 @@ def test_a_wrong_key_is_an_error_within_a_second_and_the_events_are_kept(
     assert time.monotonic() - started < 1.0
     assert errors[0].kind == "unauthorized" and errors[0].status == 401
     assert wrong.stats().last_error is not None and "401" in wrong.stats().last_error
+    assert wrong.stats().last_error_kind == "unauthorized"
     assert any(r.levelname == "ERROR" and "401" in r.getMessage() for r in caplog.records)
     closed = wrong.close(1.0)
     assert not closed.complete and closed.in_spill == 20 and closed.dropped == 0

@@ -64,7 +64,7 @@ class Problems:
         ``on_error`` and remember it for ``stats().last_error``."""
         if error is None:
             return
-        self._tally.error(error.message)
+        self._tally.error(error.message, error.kind)
         if self._reported != error.kind:
             self._reported = error.kind
             if error.kind == "unavailable":

@@ -85,6 +85,7 @@ class Tally:
         self.lock = threading.Lock()
         self.n = Counters()
         self.last_error: str | None = None
+        self.last_error_kind: str | None = None
         self._waiters: list[_Waiter] = []
 
     def notify_locked(self) -> None:
@@ -157,10 +158,11 @@ class Tally:
         with self.lock:
             self.n.retried += count
 
-    def error(self, message: str | None) -> None:
+    def error(self, message: str | None, kind: str | None = None) -> None:
         """Remember the last delivery problem (``None``: solved)."""
         with self.lock:
             self.last_error = message
+            self.last_error_kind = kind
 
     # -- flush -----------------------------------------------------------------------------
 
@@ -221,4 +223,5 @@ class Tally:
             backlog_failed=n.backlog_failed,
             queue_bytes=queue_bytes,
             last_error=self.last_error,
+            last_error_kind=self.last_error_kind,
         )

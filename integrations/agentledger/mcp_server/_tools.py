@@ -471,10 +471,16 @@ class LedgerTools:
         or spilled (ledger unreachable, or slower than :data:`LOG_CONFIRM_TIMEOUT_S`).
 
         Raises:
-            ToolError: the ledger answered but does not have the event (it was rejected).
+            ToolError: the ledger answered but does not have the event (it was rejected),
+                or it refuses this key or URL (the event is kept in the spill meanwhile).
         """
         flushed = await self.ledger.flush(LOG_CONFIRM_TIMEOUT_S)
         if not flushed.complete:
+            stats = self.ledger.stats()
+            if stats.last_error_kind in {"unauthorized", "forbidden", "not_found"}:
+                raise ToolError(
+                    f"log_event: the ledger did not store {event_id}: {stats.last_error}"
+                )
             return None
         try:
             return await self.ledger.get_event(event_id)

@@ -76,6 +76,8 @@ class Stats:
         spill_bytes: bytes in this client's spill directory now.
         queue_bytes: estimated bytes of the events in memory now.
         last_error: the last configuration or delivery error (``None`` while all is well).
+        last_error_kind: its :attr:`DeliveryError.kind` (``"unauthorized"``, ``"forbidden"``,
+            ``"not_found"``, ``"unavailable"``), or ``None``.
     """
 
     enqueued: int
@@ -96,6 +98,7 @@ class Stats:
     backlog_failed: int = 0
     queue_bytes: int = 0
     last_error: str | None = None
+    last_error_kind: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
