@@ -24,6 +24,7 @@ from agentledger.client._config import (
 )
 from agentledger.client._dead_letter import DeadLetterFile
 from agentledger.client._errors import ConfigurationError
+from agentledger.client._guard import logger
 from agentledger.client._models import DeliveryError, Stats
 from agentledger.client._process_hooks import register_process_hooks, unregister_exit_hook
 from agentledger.client._queue import DEFAULT_MAX_QUEUE_BYTES, DEFAULT_MAX_QUEUE_EVENTS
@@ -94,8 +95,17 @@ class BaseLedger(EventWrites, ReadCalls):
         spill = dead_letter = None
         if self.spill_dir is not None:
             destination = destination_dir(self.spill_dir, self.url)
-            spill = SpillStore(destination, max_bytes=max_spill_bytes)
-            dead_letter = DeadLetterFile(destination / "dead-letter")
+            try:
+                destination.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                logger.warning(
+                    "agentledger: spill_dir %s is unusable (%s); events wait in memory only",
+                    self.spill_dir,
+                    error,
+                )
+            else:
+                spill = SpillStore(destination, max_bytes=max_spill_bytes)
+                dead_letter = DeadLetterFile(destination / "dead-letter")
         #: The dead-letter file of events the server refused for good (``None``: no spill).
         self.dead_letter_path = dead_letter.path if dead_letter is not None else None
         self._sender = BatchSender(

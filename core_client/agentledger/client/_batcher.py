@@ -18,6 +18,7 @@ from concurrent.futures import Future
 import httpx
 
 from agentledger.client._dead_letter import DeadLetterFile
+from agentledger.client._disk_moves import DiskMoves
 from agentledger.client._exporter import Answer, Exporter
 from agentledger.client._guard import capture_internal_exceptions, logger
 from agentledger.client._models import DeliveryError, FlushResult, Stats
@@ -27,7 +28,7 @@ from agentledger.client._redaction import ClientRedactor
 from agentledger.client._retry import RetryPolicy
 from agentledger.client._spill import Segment, SpillStore
 from agentledger.client._tally import Counters, Tally
-from agentledger.client._wire import Item, item_line
+from agentledger.client._wire import Item
 
 __all__ = ["BatchSender"]
 
@@ -115,6 +116,14 @@ class BatchSender:
         self._inflight_taken = False
         self._next_orphan_scan = 0.0
         self._problems = Problems(self._tally, self._dead_letter, self._on_error)
+        self._disk = DiskMoves(
+            queue=self._queue,
+            tally=self._tally,
+            order=self._order,
+            spill=self._spill,
+            redactor=self._redactor,
+            max_batch=self._max_batch,
+        )
 
     # -- caller side -----------------------------------------------------------------------
 
@@ -142,9 +151,7 @@ class BatchSender:
 
     def reject(self, problem: str, event_id: str) -> None:
         """Count an event ``log()`` refused (bad argument); logs a warning, never raises."""
-        with self._lock:
-            self._tally.n.enqueued += 1
-        self._tally.outcome(failed=1, source="memory")
+        self._tally.refused_at_log()
         logger.warning("agentledger: event %s not logged: %s", event_id, problem)
 
     def _overflow(self, item: Item, size: int) -> None:
@@ -164,7 +171,7 @@ class BatchSender:
         with capture_internal_exceptions("client.overflow"), self._order:
             with self._lock:
                 oldest = self._queue.pop(max(self._max_batch, len(self._queue) // 4))
-            self._spill_items(oldest, sync=False)
+            self._disk.spill_items(oldest, sync=False)
             with self._lock:
                 self._queue.push(item, size)
         self._wake.set()
@@ -175,7 +182,8 @@ class BatchSender:
             self._tally.n.enqueued += 1
         with capture_internal_exceptions("client.late_event"):
             if self._spill is not None:
-                self._spill_items([item], sync=True)  # counted as dropped if it fails
+                self._disk.spill_items([item], sync=True)  # counted as dropped if it fails
+                self._spill.close()  # unlocked at once: a later client adopts it
                 return
             self._tally.outcome(dropped=1, source="memory")
             logger.warning("agentledger: event %s logged after close() was dropped", item.event_id)
@@ -195,7 +203,7 @@ class BatchSender:
 
     # -- flush / close ---------------------------------------------------------------------
 
-    def flush_request(self) -> tuple[Future[None], Counters]:
+    def flush_request(self) -> tuple[Future[bool], Counters]:
         """Ask the worker to deliver everything outstanding now, the backlog of earlier
         processes included (claimed here, so the flush waits for it). Returns the future,
         done when that is settled, and a copy of the counters at the time of the call."""
@@ -260,7 +268,14 @@ class BatchSender:
         thread = self._thread
         if thread is not None:
             thread.join(0.05)
-        self._keep_leftovers(sync=time.monotonic() < deadline)
+        with self._order:
+            with self._lock:
+                left = self._queue.drain()
+                inflight: list[Item] = []
+                if self._inflight is not None and not self._inflight_taken:
+                    inflight = self._inflight
+                    self._inflight_taken = True
+            self._disk.keep_leftovers(inflight, left, sync=time.monotonic() < deadline)
         complete = complete and self._tally.nothing_outstanding()
         result = self.flush_result(before, started, complete)
         self._exporter.release(close=thread is None or not thread.is_alive())
@@ -273,30 +288,6 @@ class BatchSender:
     def closed(self) -> bool:
         """Whether :meth:`sync_close` / :meth:`finish_close` ran."""
         return self._closed
-
-    def _keep_leftovers(self, *, sync: bool) -> None:
-        """At close: spill (or drop) what is still queued or in flight, in order."""
-        with self._order:
-            with self._lock:
-                left = self._queue.drain()
-                inflight: list[Item] = []
-                if self._inflight is not None and not self._inflight_taken:
-                    inflight = self._inflight
-                    self._inflight_taken = True
-            if not left and not inflight:
-                return
-            if self._spill is None:
-                self._tally.outcome(dropped=len(left) + len(inflight), source="memory")
-                logger.warning(
-                    "agentledger: %d unsent events dropped at close (no spill)",
-                    len(left) + len(inflight),
-                )
-                return
-            with capture_internal_exceptions("client.close_spill"):
-                if inflight:
-                    self._spill_items(inflight, sync=sync, first=True)
-                if left:
-                    self._spill_items(left, sync=sync)
 
     def stats(self) -> Stats:
         """Counters since creation (see :class:`~agentledger.client.Stats`)."""
@@ -344,7 +335,7 @@ class BatchSender:
                 if now < exporter.next_probe or not self._send_next(deadline, probe=True):
                     if now >= exporter.next_probe:
                         exporter.probe_failed()
-                    self._spill_memory()
+                    self._disk.spill_memory()
                     return
                 exporter.mark_up()
                 self._problems.solved()
@@ -389,7 +380,7 @@ class BatchSender:
             return answer.error is None or len(answer.kept) < len(lines)
         if not items:
             return self._exporter.health() if probe else False
-        lines = self._lines(items)
+        lines = self._disk.lines(items)
         answer = self._exporter.export(lines, deadline, single_attempt=probe)
         with self._lock:
             taken = self._inflight_taken
@@ -411,20 +402,28 @@ class BatchSender:
             dead_lettered=dead,
             source="memory",
         )
+        if answer.held:
+            self._disk.hold([lines[i] for i in answer.held], [items[i] for i in answer.held])
         if answer.kept:
             kept = [items[i] for i in answer.kept]
-            if self._spill is not None:
-                with self._order:  # older than anything spilled meanwhile: goes first
-                    self._spill_lines([lines[i] for i in answer.kept], sync=True, first=True)
-            else:
-                with self._lock:
-                    self._queue.push_front(kept)
+            with self._order:  # older than anything spilled meanwhile: goes first
+                if self._spill is None or not self._disk.spill_lines(
+                    [lines[i] for i in answer.kept], sync=True, first=True, drop=False
+                ):
+                    self._disk.back_to_memory(kept)
         self._problems.report(answer.error)
 
     def _apply_spilled(self, segment: Segment, lines: list[bytes], answer: Answer) -> None:
         assert self._spill is not None
         failed, dead = self._problems.refused(lines, answer)
         keep = [lines[i] for i in answer.kept]
+        if answer.held:
+            held = [lines[i] for i in answer.held]
+            if self._spill.hold(held):
+                own = len(held) if segment.own else 0
+                self._tally.held_back(own=own, adopted=len(held) - own)
+            else:
+                keep = sorted(keep + held)  # no room to park them: they stay in the segment
         self._spill.delivered(segment, len(lines), keep)
         self._tally.outcome(
             stored=answer.stored,
@@ -435,57 +434,18 @@ class BatchSender:
         )
         self._problems.report(answer.error)
 
-    # -- moving events to disk -------------------------------------------------------------
 
-    def _lines(self, items: list[Item]) -> list[bytes]:
-        redactor = self._redactor
-        return [item_line(item, redactor) for item in items]
-
-    def _spill_items(self, items: list[Item], *, sync: bool, first: bool = False) -> bool:
-        return self._spill_lines(self._lines(items), sync=sync, first=first)
-
-    def _spill_lines(self, lines: list[bytes], *, sync: bool, first: bool = False) -> bool:
-        """Write events of this process to the spill (``first``: before what it holds) and
-        count them; when the cap or the disk refuses them they are counted as dropped."""
-        assert self._spill is not None
-        try:
-            ok = self._spill.prepend(lines) if first else self._spill.append(lines, sync=sync)
-            problem = "spill full (max_spill_bytes)"
-        except OSError as error:
-            ok = False
-            problem = f"spill write failed: {error}"
-        if ok:
-            self._tally.spilled(len(lines))
-            return True
-        self._tally.outcome(dropped=len(lines), source="memory")
-        logger.warning("agentledger: %s; %d events dropped", problem, len(lines))
-        return False
-
-    def _spill_memory(self) -> None:
-        """While the server is away: move queued events to the spill, a batch per fsync."""
-        if self._spill is None:
-            return
-        with self._order:
-            while True:
-                with self._lock:
-                    items = self._queue.pop(self._max_batch)
-                if not items:
-                    return
-                self._spill_items(items, sync=True)
-
-
-def _wait(future: Future[None], deadline: float) -> bool:
+def _wait(future: Future[bool], deadline: float) -> bool:
+    """The flush's ``complete``: ``False`` on timeout or when only parked events are left."""
     try:
-        future.result(timeout=max(0.0, deadline - time.monotonic()))
+        return future.result(timeout=max(0.0, deadline - time.monotonic()))
     except TimeoutError:
         return False
-    return True
 
 
-async def _wait_future(future: Future[None], timeout_s: float) -> bool:
-    """Await a flush future from an event loop; False when ``timeout_s`` passed first."""
+async def _wait_future(future: Future[bool], timeout_s: float) -> bool:
+    """:func:`_wait` from an event loop, without blocking it."""
     try:
-        await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), timeout_s)
+        return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), timeout_s)
     except TimeoutError:
         return False
-    return True

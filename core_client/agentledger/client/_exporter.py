@@ -48,6 +48,8 @@ class Answer:
         duplicates: of ``stored``, lines the server already had.
         rejected: ``(index, status, reason)`` of lines refused for good.
         kept: indexes of lines to keep and send again later.
+        held: indexes of lines this key may not write (per-event 401/403): parked on disk for
+            a client with another key, while the other events keep flowing.
         error: the problem to report (key refused, server unavailable), if any.
     """
 
@@ -55,6 +57,7 @@ class Answer:
     duplicates: int = 0
     rejected: list[tuple[int, int | None, str]] = field(default_factory=list)
     kept: list[int] = field(default_factory=list)
+    held: list[int] = field(default_factory=list)
     error: DeliveryError | None = None
 
     def shifted(self, offset: int) -> Answer:
@@ -64,6 +67,7 @@ class Answer:
             duplicates=self.duplicates,
             rejected=[(i + offset, s, r) for i, s, r in self.rejected],
             kept=[i + offset for i in self.kept],
+            held=[i + offset for i in self.held],
             error=self.error,
         )
 
@@ -74,6 +78,7 @@ class Answer:
             duplicates=self.duplicates + other.duplicates,
             rejected=self.rejected + other.rejected,
             kept=self.kept + other.kept,
+            held=self.held + other.held,
             error=other.error or self.error,
         )
 
@@ -171,6 +176,25 @@ class Exporter:
     def export(self, lines: list[bytes], deadline: float | None, *, single_attempt: bool) -> Answer:
         """POST one batch, retrying until ``deadline`` (monotonic seconds; ``None``: the
         policy's own deadline), and say what became of every line."""
+        answer = self._export(lines, deadline, single_attempt=single_attempt)
+        suspects = [r for r in answer.rejected if r[1] == 500]
+        if suspects and answer.stored == 0:
+            # No event of the batch could be written: the server's writes fail (a locked or
+            # full database), not these events. Keep them all; the server counts as down.
+            kept = sorted(answer.kept + [i for i, _, _ in suspects])
+            rest = [r for r in answer.rejected if r[1] != 500]
+            down = self._unavailable(len(kept), f"HTTP 500: {suspects[0][2][:200]}", 500)
+            return Answer(rejected=rest, kept=kept, held=answer.held, error=down.error)
+        return answer
+
+    def _export(
+        self,
+        lines: list[bytes],
+        deadline: float | None,
+        *,
+        single_attempt: bool,
+        split_500: bool = True,
+    ) -> Answer:
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         policy_deadline = self._policy.deadline_s if remaining is None else remaining
         if single_attempt:
@@ -190,7 +214,10 @@ class Exporter:
             status = error.response.status_code
             if status == 500 and self.health():
                 # The server is up but fails on these events: find the one that does.
-                return self._split(lines, deadline, f"HTTP 500: {error.response.text[:200]}")
+                reason = f"HTTP 500: {error.response.text[:200]}"
+                if not split_500:
+                    return Answer(rejected=[(i, 500, reason) for i in range(count)])
+                return self._bisect_500(lines, deadline, reason)
             return self._unavailable(count, f"HTTP {status}", status)
         status = response.status_code
         if status < 300:
@@ -217,15 +244,38 @@ class Exporter:
         )
 
     def _split(
-        self, lines: list[bytes], deadline: float | None, reason: str, status: int | None = 500
+        self, lines: list[bytes], deadline: float | None, reason: str, status: int
     ) -> Answer:
-        """A whole-batch refusal: halve the batch until the refused event stands alone."""
+        """A whole-batch 4xx refusal: halve the batch until the refused event stands alone."""
         if len(lines) == 1:
             return Answer(rejected=[(0, status, reason)])
         half = len(lines) // 2
-        first = self.export(lines[:half], deadline, single_attempt=status == 500)
-        second = self.export(lines[half:], deadline, single_attempt=status == 500)
+        first = self._export(lines[:half], deadline, single_attempt=False)
+        second = self._export(lines[half:], deadline, single_attempt=False)
         return first.merge(second.shifted(half))
+
+    def _bisect_500(self, lines: list[bytes], deadline: float | None, reason: str) -> Answer:
+        """A persistent 500 while ``/health`` answers: one attempt per half; a half that
+        fails again is searched further only when the other half was stored (so a server
+        whose every write fails costs two requests, and one bad event about 2·log2(n)).
+        What is left are provisional 500 refusals that :meth:`export` turns into kept
+        events unless something was stored."""
+        if len(lines) == 1:
+            return Answer(rejected=[(0, 500, reason)])
+        half = len(lines) // 2
+        parts = [(0, lines[:half]), (half, lines[half:])]
+        answers = [
+            self._export(part, deadline, single_attempt=True, split_500=False) for _, part in parts
+        ]
+        failed = [_all_500(a, len(p)) for a, (_, p) in zip(answers, parts, strict=True)]
+        if all(failed):
+            return answers[0].merge(answers[1].shifted(half))
+        merged = Answer()
+        for (offset, part), answer, bad in zip(parts, answers, failed, strict=True):
+            if bad:
+                answer = self._bisect_500(part, deadline, reason)
+            merged = merged.merge(answer.shifted(offset))
+        return merged
 
     def _post(self, body: bytes) -> httpx.Response:
         response = self._http().post(
@@ -240,19 +290,24 @@ class Exporter:
         answer = Answer(stored=outcome.ok, duplicates=outcome.duplicates)
         for index, status, reason in outcome.failures:
             if status in _KEEP_ITEM_STATUS:
-                answer.kept.append(index)
-                message = f"server {self._url} refused an event ({reason}); it is kept"
+                answer.held.append(index)
+                message = (
+                    f"server {self._url} refused an event for this key ({reason}); it is "
+                    "kept on disk for a client whose key may write it"
+                )
                 answer.error = DeliveryError(
                     kind="forbidden" if status == 403 else "unauthorized",
                     status=status,
                     message=message,
-                    events=len(answer.kept),
+                    events=len(answer.held),
                 )
             else:
                 answer.rejected.append((index, status, reason))
-        if answer.error is not None:
-            self._mark_down(answer.error.kind)  # probe at growing intervals, not in a loop
         return answer
+
+
+def _all_500(answer: Answer, count: int) -> bool:
+    return len(answer.rejected) == count and all(r[1] == 500 for r in answer.rejected)
 
 
 def _json(response: httpx.Response) -> Any:

@@ -51,6 +51,8 @@ class Segment:
     counted: int | None = None
     #: counted lines that turned out not to be events (torn or corrupt), not yet reported
     unreadable: int = 0
+    #: lines were replaced in memory (kept lines at the head): the file no longer matches
+    edited: bool = False
 
     def load(self) -> list[bytes]:
         """Read the file once; a torn last line (crash mid-write) is skipped."""
@@ -137,7 +139,7 @@ class SpillStore:
             self._bytes = sum(
                 e.stat().st_size for e in os.scandir(self.directory) if e.name.endswith(".ndjson")
             )
-        except FileNotFoundError:
+        except OSError:  # not there yet (or unusable: the first write will say so)
             self._bytes = 0
 
     def _new_segment(self, key: int) -> tuple[Path, filelock.BaseFileLock, int]:
@@ -213,6 +215,34 @@ class SpillStore:
             self._ready.sort(key=lambda s: s.path.name)
         return True
 
+    def hold(self, lines: list[bytes]) -> bool:
+        """Park lines the server refused for this client's key in a file of their own,
+        left unlocked: this process does not resend them (it would be refused again), a
+        process with another key adopts them. Returns and raises like :meth:`append`."""
+        if not lines:
+            return True
+        payload = b"\n".join(lines) + b"\n"
+        with self._lock:
+            self._measure()
+            if self._bytes + len(payload) > self.max_bytes:
+                return False
+            self.directory.mkdir(parents=True, exist_ok=True)
+            name = f"held-{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}.ndjson"
+            path = self.directory / name
+            self._claimed.add(path)  # never adopted back by this process
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                _write_whole(fd, payload, 0)
+                os.fsync(fd)
+            except OSError:
+                os.close(fd)
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                raise
+            os.close(fd)
+            self._bytes += len(payload)
+        return True
+
     def _drop_file_locked(self, path: Path, lock: filelock.BaseFileLock) -> None:
         with contextlib.suppress(OSError):
             path.unlink()
@@ -250,7 +280,7 @@ class SpillStore:
             entries = sorted(
                 e.name for e in os.scandir(self.directory) if e.name.endswith(".ndjson")
             )
-        except FileNotFoundError:
+        except OSError:  # no spill yet, or a directory that cannot be read
             return 0
         claimed = 0
         for name in entries:
@@ -317,6 +347,7 @@ class SpillStore:
             if keep:
                 start = segment.offset
                 segment.lines[start : start + count] = keep
+                segment.edited = True
                 return
             segment.offset += count
             if segment.offset >= len(segment.lines):
@@ -354,6 +385,8 @@ class SpillStore:
                 os.close(active.fd)
                 active.lock.release()
             for segment in self._ready:
+                with contextlib.suppress(OSError):
+                    _keep_only_undelivered(segment, sync=sync)
                 segment.lock.release()
             self._ready.clear()
             self._claimed.clear()
@@ -395,3 +428,23 @@ def _count_lines(path: Path) -> int:
         while chunk := file.read(1 << 20):
             count += chunk.count(b"\n")
     return count
+
+
+def _keep_only_undelivered(segment: Segment, *, sync: bool) -> None:
+    """Rewrite a partly delivered segment with only the lines still to send (atomically:
+    a temporary file renamed over it), so the next process neither resends what the server
+    already answered for nor refuses an event twice."""
+    lines = segment.lines
+    if lines is None or (segment.offset == 0 and not segment.edited):
+        return
+    rest = lines[segment.offset :]
+    if not rest:
+        segment.path.unlink()
+        return
+    temporary = segment.path.with_suffix(".tmp")
+    with temporary.open("wb") as file:
+        file.write(b"".join(line + b"\n" for line in rest))
+        file.flush()
+        if sync:
+            os.fsync(file.fileno())
+    os.replace(temporary, segment.path)

@@ -23,14 +23,17 @@ class Counters:
     __slots__ = (
         "backlog_adopted",
         "backlog_failed",
+        "backlog_held",
         "backlog_sent",
         "dead_lettered",
         "dropped",
         "duplicates",
         "enqueued",
         "failed",
+        "held",
         "in_backlog",
         "in_spill",
+        "refused_at_log",
         "retried",
         "sent",
         "spilled",
@@ -55,6 +58,9 @@ class Counters:
     backlog_adopted: int
     backlog_sent: int
     backlog_failed: int
+    held: int
+    backlog_held: int
+    refused_at_log: int
 
     def copy(self) -> Counters:
         """A snapshot of the counts."""
@@ -74,7 +80,8 @@ class _Waiter:
 
     def __init__(self, target: int) -> None:
         self.target = target
-        self.future: Future[None] = Future()
+        #: ``True``: all delivered; ``False``: only events parked for another key are left
+        self.future: Future[bool] = Future()
 
 
 class Tally:
@@ -93,13 +100,16 @@ class Tally:
         if not self._waiters:
             return
         n = self.n
-        final = n.final
+        final = n.final - n.refused_at_log  # refusals by log() never wait for anything
+        parked = n.held + n.backlog_held
         remaining = []
         for waiter in self._waiters:
             if waiter.future.done():
                 continue
             if final >= waiter.target and n.in_backlog == 0:
-                waiter.future.set_result(None)
+                waiter.future.set_result(True)
+            elif parked and final + n.held >= waiter.target and n.in_backlog == n.backlog_held:
+                waiter.future.set_result(False)  # nothing more this process can deliver
             else:
                 remaining.append(waiter)
         self._waiters = remaining
@@ -142,6 +152,14 @@ class Tally:
             n.dead_lettered += dead_lettered
             self.notify_locked()
 
+    def held_back(self, *, own: int, adopted: int) -> None:
+        """Events parked on disk because this key may not write them (they stay counted in
+        ``in_spill`` / ``in_backlog``: that is where they are)."""
+        with self.lock:
+            self.n.held += own
+            self.n.backlog_held += adopted
+            self.notify_locked()
+
     def spilled(self, count: int) -> None:
         """:meth:`spilled_locked` under the lock."""
         with self.lock:
@@ -152,6 +170,15 @@ class Tally:
         with self.lock:
             self.n.backlog_adopted += count
             self.n.in_backlog += count
+
+    def refused_at_log(self) -> None:
+        """An event ``log()`` refused: enqueued and failed in one step."""
+        with self.lock:
+            n = self.n
+            n.enqueued += 1
+            n.failed += 1
+            n.refused_at_log += 1
+            self.notify_locked()
 
     def retried(self, count: int) -> None:
         """Count ``count`` events about to be sent again."""
@@ -166,11 +193,11 @@ class Tally:
 
     # -- flush -----------------------------------------------------------------------------
 
-    def flush_waiter(self) -> tuple[Future[None], Counters]:
+    def flush_waiter(self) -> tuple[Future[bool], Counters]:
         """A future done when every event enqueued so far has a final outcome and the
         adopted backlog is empty, and the counts now."""
         with self.lock:
-            waiter = _Waiter(self.n.enqueued)
+            waiter = _Waiter(self.n.enqueued - self.n.refused_at_log)
             before = self.n.copy()
             self._waiters.append(waiter)
             self.notify_locked()
