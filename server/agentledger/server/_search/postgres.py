@@ -69,8 +69,8 @@ def search_vector(event: str | None, record: bytes | None) -> str | None:
 
     The text is the event type, then the string values of ``data`` in order. Its words are
     indexed from the start until the distinct words reach :data:`MAX_VECTOR_BYTES` (the rest
-    of the text is not indexed), each once with its positions (at most 256, at most 16383), so
-    the vector always fits PostgreSQL's ``tsvector`` limits whatever the event holds.
+    of the text is not indexed), so the vector always fits PostgreSQL's ``tsvector`` limits
+    whatever the event holds.
 
     Args:
         event: the event type.
@@ -79,28 +79,41 @@ def search_vector(event: str | None, record: bytes | None) -> str | None:
     if record is None:
         return None
     data = orjson.loads(record).get("data")
+    text = fold(" ".join([event or "", *string_values(data)]))
+    if len(text) > MAX_VECTOR_BYTES // 4 and len(text.encode()) > MAX_VECTOR_BYTES:
+        return _bounded_vector(text)
+    # All words together fit: one 'word':position per word; PostgreSQL's tsvector input merges
+    # repeated words, keeps 256 positions per word and caps positions at 16383 (all in C,
+    # cheaper than here).
+    return " ".join(
+        [
+            f"'{word}':{number}"
+            for number, word in enumerate(_WORD.findall(text), start=1)
+            if len(word) <= _MAX_LEXEME_BYTES // 4 or len(word.encode()) <= _MAX_LEXEME_BYTES
+        ]
+    )
+
+
+def _bounded_vector(text: str) -> str:
+    """The vector of a long text: each word once with its positions (at most 256, the later
+    ones capped at 16383, as PostgreSQL would keep them), until the next new word would take
+    the distinct words past :data:`MAX_VECTOR_BYTES`."""
     positions: dict[str, list[int]] = {}
     budget = MAX_VECTOR_BYTES
-    number = 0
-    for value in (event or "", *string_values(data)):
-        for word in _WORD.findall(fold(value)):
-            number += 1
-            seen = positions.get(word)
-            if seen is not None:
-                if len(seen) < _MAX_POSITIONS and seen[-1] < _MAX_POSITION:
-                    seen.append(min(number, _MAX_POSITION))
-                continue
-            size = len(word) if word.isascii() else len(word.encode())
-            if size > _MAX_LEXEME_BYTES:
-                continue
-            budget -= size
-            if budget < 0:
-                return _vector_text(positions)
-            positions[word] = [min(number, _MAX_POSITION)]
-    return _vector_text(positions)
-
-
-def _vector_text(positions: dict[str, list[int]]) -> str:
+    for number, found in enumerate(_WORD.finditer(text), start=1):
+        word = found.group()
+        seen = positions.get(word)
+        if seen is not None:
+            if len(seen) < _MAX_POSITIONS and seen[-1] < _MAX_POSITION:
+                seen.append(min(number, _MAX_POSITION))
+            continue
+        size = len(word) if word.isascii() else len(word.encode())
+        if size > _MAX_LEXEME_BYTES:
+            continue
+        budget -= size
+        if budget < 0:
+            break
+        positions[word] = [min(number, _MAX_POSITION)]
     return " ".join(f"'{word}':{','.join(map(str, at))}" for word, at in positions.items())
 
 
