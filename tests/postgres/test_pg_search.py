@@ -10,7 +10,7 @@ import httpx
 import orjson
 import psycopg
 
-from agentledger.server._search.postgres import search_vector, tsquery_text
+from agentledger.server._search.postgres import MAX_VECTOR_BYTES, search_vector, tsquery_text
 
 
 def test_search_vector_splits_and_folds_like_unicode61() -> None:
@@ -62,3 +62,38 @@ async def test_search_and_forget_on_postgres(
             "SELECT record, data, search FROM events WHERE event_id = %s", (first,)
         ).fetchone()
     assert row == (None, None, None)
+
+
+def _accepted(pg_db: str, vector: str) -> tuple[int, int]:
+    """How many lexemes PostgreSQL's ``tsvector`` input keeps of ``vector``, and their bytes."""
+    with psycopg.connect(pg_db) as conn:
+        row = conn.execute(
+            "SELECT count(*), sum(octet_length(word)) "
+            "FROM unnest(tsvector_to_array(CAST(%s AS tsvector))) AS word",
+            (vector,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def test_search_vector_always_fits_postgres_limits(pg_db: str) -> None:
+    """Beyond PostgreSQL's limits (1 MiB of words, 2047-byte words, 256 positions per word,
+    positions up to 16383) the vector is cut, never refused; the first words always stay."""
+    many = " ".join(f"w{n:06d}x" for n in range(150_000))  # 1.35 MB of distinct words
+    one = "again " * 300_000  # 1.8 MB of one word
+    long = " ".join(chr(0x4E00 + n) * 682 for n in range(1_000))  # 2046-byte words
+    for text in (many, one, long, "a" * 3000 + " kept"):
+        vector = search_vector("start", orjson.dumps({"data": {"text": text}}))
+        assert vector is not None and len(vector.encode()) > 0
+        lexemes, size = _accepted(pg_db, vector)
+        assert vector.startswith("'start':1 ")
+        assert lexemes == vector.count("'") // 2 and size <= MAX_VECTOR_BYTES
+    assert search_vector("e", orjson.dumps({"data": {"t": one}})) == (
+        "'e':1 'again':" + ",".join(str(n) for n in range(2, 258))
+    )
+    cut = search_vector("e", orjson.dumps({"data": {"t": many}}))
+    assert cut is not None and "'w000000x':2 " in cut and "w149999x" not in cut
+    assert _accepted(pg_db, cut)[1] > MAX_VECTOR_BYTES - 10  # cut at the bound, not before
+    assert search_vector("e", orjson.dumps({"data": {"t": "a" * 3000 + " kept"}})) == (
+        "'e':1 'kept':3"
+    )

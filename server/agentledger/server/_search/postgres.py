@@ -31,7 +31,7 @@ from sqlalchemy.exc import DBAPIError
 from agentledger.server._search.base import SearchBackend, string_values
 from agentledger.server._tables import events
 
-__all__ = ["PostgresSearch", "fold", "search_vector", "tsquery_text"]
+__all__ = ["MAX_VECTOR_BYTES", "PostgresSearch", "fold", "search_vector", "tsquery_text"]
 
 logger = logging.getLogger("agentledger.server.query")
 
@@ -45,6 +45,14 @@ _SIMPLE: ColumnElement[Any] = literal_column("'simple'::regconfig")
 _WORD = re.compile(r"[^\W_]+")
 #: PostgreSQL refuses lexemes of 2 KiB and more; such "words" are not searchable anyway.
 _MAX_LEXEME_BYTES = 2046
+#: Word positions run from 1 to this; PostgreSQL gives every later word this position.
+_MAX_POSITION = 16383
+#: Positions PostgreSQL keeps per lexeme (it drops the others).
+_MAX_POSITIONS = 256
+#: The most bytes of distinct words one vector holds. PostgreSQL refuses a ``tsvector`` whose
+#: words add up to 1 MiB; a quarter of that is some 30,000 distinct words, far more than any
+#: prose, and keeps the GIN entries one row adds (and the write's time) bounded.
+MAX_VECTOR_BYTES = 256 * 1024
 
 
 def fold(text: str) -> str:
@@ -59,6 +67,11 @@ def fold(text: str) -> str:
 def search_vector(event: str | None, record: bytes | None) -> str | None:
     """The ``tsvector`` text (``'word':1,4 'other':2``) of a row; ``None`` without a record.
 
+    The text is the event type, then the string values of ``data`` in order. Its words are
+    indexed from the start until the distinct words reach :data:`MAX_VECTOR_BYTES` (the rest
+    of the text is not indexed), so the vector always fits PostgreSQL's ``tsvector`` limits
+    whatever the event holds.
+
     Args:
         event: the event type.
         record: the stored canonical JSON; its ``data`` member's string values are indexed.
@@ -66,16 +79,42 @@ def search_vector(event: str | None, record: bytes | None) -> str | None:
     if record is None:
         return None
     data = orjson.loads(record).get("data")
-    text = " ".join([event or "", *string_values(data)])
-    # one 'word':position per word; PostgreSQL's tsvector input merges repeated words, keeps
-    # 256 positions per word and caps positions at 16383 (all in C, cheaper than here)
+    text = fold(" ".join([event or "", *string_values(data)]))
+    if len(text) > MAX_VECTOR_BYTES // 4 and len(text.encode()) > MAX_VECTOR_BYTES:
+        return _bounded_vector(text)
+    # All words together fit: one 'word':position per word; PostgreSQL's tsvector input merges
+    # repeated words, keeps 256 positions per word and caps positions at 16383 (all in C,
+    # cheaper than here).
     return " ".join(
         [
             f"'{word}':{number}"
-            for number, word in enumerate(_WORD.findall(fold(text)), start=1)
+            for number, word in enumerate(_WORD.findall(text), start=1)
             if len(word) <= _MAX_LEXEME_BYTES // 4 or len(word.encode()) <= _MAX_LEXEME_BYTES
         ]
     )
+
+
+def _bounded_vector(text: str) -> str:
+    """The vector of a long text: each word once with its positions (at most 256, the later
+    ones capped at 16383, as PostgreSQL would keep them), until the next new word would take
+    the distinct words past :data:`MAX_VECTOR_BYTES`."""
+    positions: dict[str, list[int]] = {}
+    budget = MAX_VECTOR_BYTES
+    for number, found in enumerate(_WORD.finditer(text), start=1):
+        word = found.group()
+        seen = positions.get(word)
+        if seen is not None:
+            if len(seen) < _MAX_POSITIONS and seen[-1] < _MAX_POSITION:
+                seen.append(min(number, _MAX_POSITION))
+            continue
+        size = len(word) if word.isascii() else len(word.encode())
+        if size > _MAX_LEXEME_BYTES:
+            continue
+        budget -= size
+        if budget < 0:
+            break
+        positions[word] = [min(number, _MAX_POSITION)]
+    return " ".join(f"'{word}':{','.join(map(str, at))}" for word, at in positions.items())
 
 
 def tsquery_text(words: Sequence[str]) -> str:

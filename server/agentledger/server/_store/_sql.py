@@ -34,6 +34,7 @@ from sqlalchemy import (
 from agentledger.server._chain import ChainHasher, ChainRow, ChainRowTuple
 from agentledger.server._ingest import PreparedEvent, now_ts
 from agentledger.server._store._append import append_in
+from agentledger.server._store._each import append_each, refused_content
 from agentledger.server._store._lineage import lineage
 from agentledger.server._store._rows import (
     CHAIN_COLS,
@@ -124,11 +125,18 @@ class SQLStore(LedgerStore):
         keep_received_at: Sequence[str | None] = (),
         reader_agent: str | None = None,
     ) -> list[AppendOutcome]:
-        """See :meth:`LedgerStore.append`."""
+        """See :meth:`LedgerStore.append`: one transaction; when the database refuses a value
+        of an item, a second one writes the items one by one (:mod:`._each`)."""
         if not items:
             return []
+        try:
+            with self.writer() as conn:
+                return self.append_on(conn, items, keep_received_at, reader_agent)
+        except Exception as error:
+            if refused_content(error) is None:
+                raise
         with self.writer() as conn:
-            return self.append_on(conn, items, keep_received_at, reader_agent)
+            return self.append_each_on(conn, items, keep_received_at, reader_agent)
 
     def append_on(
         self,
@@ -147,6 +155,22 @@ class SQLStore(LedgerStore):
             insert_edges=self.insert_edges,
             reader_agent=reader_agent,
             lineage_lock=self.lineage_lock,
+        )
+
+    def append_each_on(
+        self,
+        conn: Connection,
+        items: Sequence[PreparedEvent],
+        keep_received_at: Sequence[str | None],
+        reader_agent: str | None = None,
+    ) -> list[AppendOutcome]:
+        """The append of :meth:`append` item by item, an item the database refuses failing
+        alone (:func:`._each.append_each`)."""
+        return append_each(
+            conn,
+            items,
+            keep_received_at,
+            lambda on, some, kept: self.append_on(on, some, kept, reader_agent),
         )
 
     # -- reads -------------------------------------------------------------------------------

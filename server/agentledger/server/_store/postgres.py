@@ -24,6 +24,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from agentledger.protocol.errors import LedgerError
 from agentledger.server._ingest import PreparedEvent
 from agentledger.server._search.postgres import search_vector
+from agentledger.server._store._each import refused_content
 from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore
 from agentledger.server._store.base import AppendOutcome
 from agentledger.server._store.sqlite import run_migrations
@@ -241,7 +242,8 @@ class PostgresStore(SQLStore):
         keep_received_at: Sequence[str | None] = (),
         reader_agent: str | None = None,
     ) -> list[AppendOutcome]:
-        """See :meth:`LedgerStore.append`: one transaction holding the agents' advisory locks.
+        """See :meth:`LedgerStore.append`: one transaction holding the agents' advisory locks;
+        when the database refuses a value of an item, a second one writes the items one by one.
 
         Raises:
             sqlalchemy.exc.DBAPIError: the database failed (after ``_RETRIES`` retries of
@@ -255,13 +257,19 @@ class PostgresStore(SQLStore):
         keys = sorted({advisory_key(item.agent) for item in items})
         lock = text("SELECT pg_advisory_xact_lock(:k)")
         attempt = 0
+        each = False  # set when the database refused a value: write the items one by one
         while True:
             try:
                 with self.engine.begin() as conn:
                     for key in keys:
                         conn.execute(lock, {"k": key})
+                    if each:
+                        return self.append_each_on(conn, items, keep_received_at, reader_agent)
                     return self.append_on(conn, items, keep_received_at, reader_agent)
             except Exception as error:  # SQLAlchemy-wrapped, or psycopg's own from COPY
+                if not each and refused_content(error) is not None:
+                    each = True
+                    continue
                 attempt += 1
                 if attempt > _RETRIES or _sqlstate(error) not in _RETRY_STATES:
                     raise
