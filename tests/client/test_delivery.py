@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
 import pytest
 
@@ -270,3 +271,38 @@ def test_the_documented_queue_defaults() -> None:
     params = inspect.signature(Ledger).parameters
     assert params["max_queue_bytes"].default == 64 * 1024 * 1024
     assert params["max_queue_events"].default == 100_000
+
+
+def test_an_event_the_key_may_not_write_is_parked_and_the_rest_flows(
+    ledger_server: Any, agent_name: str, tmp_path: Path
+) -> None:
+    """Delivery: an event for an agent the key may not write (per-event 403) is parked on
+    disk while the others keep flowing; ``flush()`` returns once only parked events are left
+    and says so; a client whose key may write it delivers it."""
+    spill = tmp_path / "spill"
+    created = httpx.post(
+        f"{ledger_server.url}/v1/keys",
+        json={"name": f"bound-{agent_name}", "agent": agent_name, "scope": "read_write"},
+        headers=ledger_server.headers(),
+        timeout=10,
+    )
+    assert created.status_code == 201, created.text
+    other = f"other-{agent_name}"
+    bound = Ledger(ledger_server.url, created.json()["key"], agent_name, spill_dir=spill)
+    foreign = bound.log("step_start", {"foreign": True}, agent=other)
+    mine = [bound.log("step_start", {"i": i}) for i in range(20)]
+    started = time.monotonic()
+    result = bound.flush(timeout_s=20)
+    assert time.monotonic() - started < 10  # returns when only the parked event is left
+    assert not result.complete and result.in_spill == 1 and result.in_memory == 0, result
+    assert bound.stats().last_error_kind == "forbidden"
+    bound.close(1)
+    stored = stored_events(ledger_server.url, ledger_server.api_key, agent_name)
+    assert [e["event_id"] for e in stored] == [r.event_id for r in mine]
+
+    admin = Ledger(ledger_server.url, ledger_server.api_key, other, spill_dir=spill)
+    assert admin.flush(timeout_s=20).complete
+    admin.close(5)
+    stored_other = stored_events(ledger_server.url, ledger_server.api_key, other)
+    assert [e["event_id"] for e in stored_other] == [foreign.event_id]
+    assert _on_disk(spill) == 0 and list(spill.rglob("held-*.ndjson")) == []
