@@ -1,5 +1,5 @@
 """Delivery under the ways people use the client: each test states what must hold and fails
-on the sender as committed (see the report of the delivery review); real server, faults only
+on the sender as rewritten (they document bugs to fix); real server, faults only
 in injected transports."""
 
 from __future__ import annotations
@@ -231,3 +231,89 @@ def test_flush_is_not_completed_by_events_logged_after_it(
     (result,) = results
     assert result.in_spill == 10
     assert not result.complete, result
+
+
+def test_close_called_from_on_error_keeps_every_event(closed_url: str, spill_dir: Path) -> None:
+    """close() called from the on_error callback (the sender's own thread) stops the client
+    and spills what is queued: nothing stays in memory of a closed client."""
+    clients: list[Ledger] = []
+    client = Ledger(
+        closed_url,
+        "k",
+        "agent-on-error",
+        spill_dir=spill_dir,
+        sender_transport=FaultTransport(lambda _: httpx.Response(401, text="bad key")),
+        on_error=lambda _: clients[0].close(0),
+    )
+    clients.append(client)
+    for i in range(1200):
+        client.log("step_start", {"i": i})
+    _wait(lambda: client.stats().last_error is not None, 10)
+    _wait(lambda: client.stats().queue_depth == 0, 2)  # on_error ran close() meanwhile
+    stats = client.stats()
+    assert stats.queue_depth == 0 and stats.in_spill == 1200, stats
+    assert _spill_lines(spill_dir) == 1200
+
+
+def test_spill_room_freed_by_another_client_is_usable_again(
+    ledger_server: Any, agent_name: str, spill_dir: Path
+) -> None:
+    """Two clients share a spill directory (the default one is shared): once the first has
+    resent and deleted its segments, the second may use that room; it does not drop events
+    against a cap filled by files that are gone."""
+    down = {"first": True, "second": True}
+
+    def make(name: str) -> Ledger:
+        return Ledger(
+            ledger_server.url,
+            ledger_server.api_key,
+            agent_name,
+            spill_dir=spill_dir,
+            sender_transport=FaultTransport(lambda _: "raise_before" if down[name] else None),
+            retry=RetryPolicy(deadline_s=0.3),
+            max_spill_bytes=48_000,  # room for one client's 200 lines (about 41 kB), not two
+        )
+
+    first, second = make("first"), make("second")
+    try:
+        for i in range(200):  # about 30 kB of spill
+            first.log("step_start", {"i": i})
+        first.flush(1.0)
+        assert first.stats().in_spill == 200
+        assert second.stats().spill_bytes > 20_000  # the second client sees the first's files
+        down["first"] = False
+        assert first.flush(10).complete
+        assert _spill_lines(spill_dir) == 0  # the first client's files are gone
+        for i in range(200):
+            second.log("step_end", {"i": i})
+        second.flush(1.0)
+        stats = second.stats()
+    finally:
+        first.close(1)
+        second.close(0.5)
+    assert stats.dropped == 0 and stats.in_spill == 200, stats
+
+
+def test_a_200_that_is_not_a_batch_answer_does_not_count_events_as_stored(
+    ledger_server: Any, agent_name: str, spill_dir: Path
+) -> None:
+    """A 200 whose body is not JSON (a proxy's or login page's HTML) does not make the client
+    count the events as stored: nothing is stored, so they are kept or refused, not 'sent'."""
+    html = httpx.Response(200, text="<html><body>Please sign in</body></html>")
+    client = Ledger(
+        ledger_server.url,
+        ledger_server.api_key,
+        agent_name,
+        spill_dir=spill_dir,
+        sender_transport=FaultTransport(lambda _: html),
+        retry=RetryPolicy(deadline_s=0.3),
+    )
+    try:
+        for i in range(10):
+            client.log("step_start", {"i": i})
+        client.flush(2.0)
+    finally:
+        client.close(0.5)
+    assert stored_events(ledger_server.url, ledger_server.api_key, agent_name) == []
+    stats = client.stats()
+    assert stats.sent == 0, stats

@@ -232,8 +232,9 @@ class BatchSender:
         """:meth:`sync_flush` for an event loop: waits without blocking it (and never sends
         from the loop's thread)."""
         started = time.monotonic()
-        future, before = self.flush_request()
-        complete = await _wait_future(future, timeout_s)
+        # claiming orphans reads files: not on the loop's thread
+        future, before = await asyncio.to_thread(self.flush_request)
+        complete = await _wait_future(future, max(0.0, started + timeout_s - time.monotonic()))
         return self.flush_result(before, started, complete)
 
     def sync_close(self, timeout_s: float) -> FlushResult:
@@ -249,9 +250,12 @@ class BatchSender:
     async def async_close(self, timeout_s: float) -> FlushResult:
         """:meth:`sync_close` for an event loop (waits without blocking it)."""
         started = time.monotonic()
-        future, before = self.flush_request()
-        complete = await _wait_future(future, timeout_s)
-        return self.finish_close(before, started, complete, deadline=started + timeout_s)
+        future, before = await asyncio.to_thread(self.flush_request)
+        complete = await _wait_future(future, max(0.0, started + timeout_s - time.monotonic()))
+        # spill writes and fsync at close: not on the loop's thread either
+        return await asyncio.to_thread(
+            self.finish_close, before, started, complete, deadline=started + timeout_s
+        )
 
     def finish_close(
         self, before: Counters, started: float, complete: bool, *, deadline: float
@@ -266,8 +270,8 @@ class BatchSender:
         self._abort.set()
         self._wake.set()
         thread = self._thread
-        if thread is not None:
-            thread.join(0.05)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(0.05)  # (close() may run on the sender's thread, from on_error)
         with self._order:
             with self._lock:
                 left = self._queue.drain()
@@ -304,6 +308,8 @@ class BatchSender:
         self._init_state()
         if spill is not None:
             spill.after_fork_in_child()
+        if self._dead_letter is not None:
+            self._dead_letter.after_fork_in_child()
 
     # -- worker ----------------------------------------------------------------------------
 

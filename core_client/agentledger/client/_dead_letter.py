@@ -26,6 +26,10 @@ class DeadLetterFile:
         self.path = directory / "dead-letter.ndjson"
         self._lock = threading.Lock()
 
+    def after_fork_in_child(self) -> None:
+        """A fresh lock in a forked child (the parent's may have been held at the fork)."""
+        self._lock = threading.Lock()
+
     def append(self, entries: list[tuple[bytes, int | None, str]]) -> None:
         """Write ``(event line, status, reason)`` entries and fsync.
 

@@ -45,6 +45,7 @@ class DiskMoves:
         self._spill = spill
         self._redactor = redactor
         self._max_batch = max_batch
+        self._full = False  # the spill refused lines (warned once until a write succeeds)
 
     def keep_leftovers(self, inflight: list[Item], left: list[Item], *, sync: bool) -> None:
         """At close: spill (or drop) the batch that was in flight and what is still queued,
@@ -69,32 +70,44 @@ class DiskMoves:
         redactor = self._redactor
         return [item_line(item, redactor) for item in items]
 
-    def spill_items(self, items: list[Item], *, sync: bool, first: bool = False) -> bool:
+    def spill_items(self, items: list[Item], *, sync: bool, first: bool = False) -> int:
         """:meth:`spill_lines` of the items' wire lines."""
         return self.spill_lines(self.lines(items), sync=sync, first=first)
 
     def spill_lines(
         self, lines: list[bytes], *, sync: bool, first: bool = False, drop: bool = True
-    ) -> bool:
-        """Write events of this process to the spill (``first``: before what it holds) and
-        count them; when the cap or the disk refuses them they are counted as dropped
-        (``drop``) or left to the caller, who keeps them in memory."""
+    ) -> int:
+        """Write events of this process to the spill and count them; returns how many were
+        written. Appended, the oldest lines that fit under the cap are written; ``first``
+        (before what the spill holds) writes all or none. Lines the cap or the disk refuses
+        are counted as dropped (``drop``) or left to the caller, who keeps them in memory."""
         assert self._spill is not None
         try:
-            ok = self._spill.prepend(lines) if first else self._spill.append(lines, sync=sync)
+            if first:
+                written = len(lines) if self._spill.prepend(lines) else 0
+            else:
+                written = self._spill.append_fitting(lines, sync=sync)
             problem = "spill full (max_spill_bytes)"
         except OSError as error:
-            ok = False
+            written = 0
             problem = f"spill write failed: {error}"
-        if ok:
-            self._tally.spilled(len(lines))
-            return True
+        if written:
+            self._tally.spilled(written)
+        left = len(lines) - written
+        if not left:
+            self._full = False
+            return written
         if drop:
-            self._tally.outcome(dropped=len(lines), source="memory")
-            logger.warning("agentledger: %s; %d events dropped", problem, len(lines))
-        else:
-            logger.warning("agentledger: %s; %d events stay in memory", problem, len(lines))
-        return False
+            self._tally.outcome(dropped=left, source="memory")
+        if not self._full:  # once per episode, not per cycle
+            self._full = True
+            logger.warning(
+                "agentledger: %s; %d events %s",
+                problem,
+                left,
+                "dropped" if drop else "kept in memory",
+            )
+        return written
 
     def spill_memory(self) -> None:
         """While the server is away: move queued events to the spill, a batch per fsync
@@ -107,8 +120,9 @@ class DiskMoves:
                     items = self._queue.pop(self._max_batch)
                 if not items:
                     return
-                if not self.spill_lines(self.lines(items), sync=True, drop=False):
-                    self.back_to_memory(items)
+                written = self.spill_lines(self.lines(items), sync=True, drop=False)
+                if written < len(items):
+                    self.back_to_memory(items[written:])
                     return
 
     def back_to_memory(self, items: list[Item]) -> None:

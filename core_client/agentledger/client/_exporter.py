@@ -287,6 +287,10 @@ class Exporter:
 
     def _item_outcomes(self, lines: list[bytes], body: Any) -> Answer:
         outcome = parse_batch_response(body, len(lines))
+        if outcome is None:
+            return self._unavailable(
+                len(lines), "it answered 2xx without a batch result: a proxy or login page?", None
+            )
         answer = Answer(stored=outcome.ok, duplicates=outcome.duplicates)
         for index, status, reason in outcome.failures:
             if status in _KEEP_ITEM_STATUS:

@@ -46,7 +46,12 @@ class Problems:
                 written = len(entries)
             except OSError as error:
                 logger.warning("agentledger: dead-letter write failed: %s", error)
-        where = self._dead_letter.path if written and self._dead_letter else "nowhere (no spill)"
+        if written and self._dead_letter is not None:
+            where = str(self._dead_letter.path)
+        elif self._dead_letter is not None:
+            where = "nowhere (the dead-letter write failed)"
+        else:
+            where = "nowhere (no spill directory)"
         if not self._warned_dead_letter:
             self._warned_dead_letter = True
             logger.warning(

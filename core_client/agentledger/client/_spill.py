@@ -131,6 +131,16 @@ class SpillStore:
 
     # -- writing ---------------------------------------------------------------------------
 
+    def _room_locked(self, size: int) -> bool:
+        """Whether ``size`` more bytes fit under the cap; measured again from the disk
+        before refusing (another client sharing the directory may have freed room)."""
+        self._measure()
+        if self._bytes + size <= self.max_bytes:
+            return True
+        self._measured = False
+        self._measure()
+        return self._bytes + size <= self.max_bytes
+
     def _measure(self) -> None:
         if self._measured:
             return
@@ -166,8 +176,7 @@ class SpillStore:
             return True
         payload = b"\n".join(lines) + b"\n"
         with self._lock:
-            self._measure()
-            if self._bytes + len(payload) > self.max_bytes:
+            if not self._room_locked(len(payload)):
                 return False
             active = self._active
             if active is None:
@@ -185,6 +194,23 @@ class SpillStore:
                 self._rotate_locked()
         return True
 
+    def append_fitting(self, lines: list[bytes], *, sync: bool = True) -> int:
+        """:meth:`append` of the longest head of ``lines`` that fits under the cap; returns
+        how many lines were written (raises like :meth:`append`)."""
+        with self._lock:
+            self._room_locked(0)
+            room = self.max_bytes - self._bytes
+        count = used = 0
+        for line in lines:
+            used += len(line) + 1
+            if used > room:
+                break
+            count += 1
+        if count == len(lines) or count == 0:
+            count = len(lines) if self.append(lines, sync=sync) else 0
+            return count
+        return count if self.append(lines[:count], sync=sync) else 0
+
     def prepend(self, lines: list[bytes]) -> bool:
         """Write lines *before* everything this process spilled (a batch that was in flight
         while newer events were spilled): a new segment named to sort first, fsynced.
@@ -194,8 +220,7 @@ class SpillStore:
             return True
         payload = b"\n".join(lines) + b"\n"
         with self._lock:
-            self._measure()
-            if self._bytes + len(payload) > self.max_bytes:
+            if not self._room_locked(len(payload)):
                 return False
             keys = [_segment_key(s.path) for s in self._ready if s.own]
             if self._active is not None:
@@ -223,8 +248,7 @@ class SpillStore:
             return True
         payload = b"\n".join(lines) + b"\n"
         with self._lock:
-            self._measure()
-            if self._bytes + len(payload) > self.max_bytes:
+            if not self._room_locked(len(payload)):
                 return False
             self.directory.mkdir(parents=True, exist_ok=True)
             name = f"held-{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}.ndjson"

@@ -112,13 +112,29 @@ class BatchOutcome:
     failures: list[tuple[int, int | None, str]]
 
 
-def parse_batch_response(body: Any, sent: int) -> BatchOutcome:
+def parse_batch_response(body: Any, sent: int) -> BatchOutcome | None:
     """Parse ``{written, failed, results:[{ok, event_id, sequence_no, duplicate, error?}]}``.
 
-    An answer without ``results`` counts every line as written (older servers).
+    ``None`` when the body is not such an answer for ``sent`` events (a proxy's or login
+    page's 200, say): nothing is known to be stored. An answer without ``results`` whose
+    ``written`` + ``duplicates`` equal ``sent`` (and nothing ``failed``) counts every line
+    as written.
     """
-    if not isinstance(body, dict) or not isinstance(body.get("results"), list):
-        return BatchOutcome(ok=sent, duplicates=0, failures=[])
+    if not isinstance(body, dict):
+        return None
+    results = body.get("results")
+    if not isinstance(results, list):
+        written, dups, failed = body.get("written"), body.get("duplicates", 0), body.get("failed")
+        if (
+            isinstance(written, int)
+            and isinstance(dups, int)
+            and failed == 0
+            and written + dups == sent
+        ):
+            return BatchOutcome(ok=sent, duplicates=dups, failures=[])
+        return None
+    if len(results) != sent:
+        return None
     ok = dups = 0
     failures: list[tuple[int, int | None, str]] = []
     for index, result in enumerate(body["results"]):
