@@ -171,3 +171,30 @@ def test_an_unusable_spill_dir_keeps_events_in_memory_through_an_outage(
     stats = client.stats()
     assert stats.dropped == 0, stats
     assert len(stored_events(ledger_server.url, ledger_server.api_key, agent_name)) == 10
+
+
+def test_an_event_for_an_agent_the_key_may_not_write_does_not_block_the_others(
+    ledger_server: Any, agent_name: str, spill_dir: Path
+) -> None:
+    """An event the server refuses per item with 403 (the key is bound to another agent) is
+    kept, and the events the key may write keep flowing past it."""
+    created = httpx.post(
+        f"{ledger_server.url}/v1/keys",
+        json={"name": f"bound-{agent_name}", "agent": agent_name, "scope": "read_write"},
+        headers=ledger_server.headers(),
+        timeout=10,
+    )
+    assert created.status_code == 201, created.text
+    client = Ledger(ledger_server.url, created.json()["key"], agent_name, spill_dir=spill_dir)
+    try:
+        client.log("step_start", {"foreign": True}, agent=f"other-{agent_name}")
+        client.flush(2)  # refused with 403 for that item: kept, the server marked down
+        for i in range(100):
+            client.log("step_start", {"i": i})
+        result = client.flush(5)
+        _wait(lambda: client.stats().sent == 100, 5)
+    finally:
+        client.close(1)
+    stored = stored_events(ledger_server.url, ledger_server.api_key, agent_name)
+    assert len(stored) == 100, (result, client.stats())
+    assert client.stats().in_spill == 1
