@@ -4,6 +4,7 @@ in injected transports."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -198,3 +199,35 @@ def test_an_event_for_an_agent_the_key_may_not_write_does_not_block_the_others(
     stored = stored_events(ledger_server.url, ledger_server.api_key, agent_name)
     assert len(stored) == 100, (result, client.stats())
     assert client.stats().in_spill == 1
+
+
+def test_flush_is_not_completed_by_events_logged_after_it(
+    ledger_server: Any, agent_name: str, spill_dir: Path
+) -> None:
+    """A flush waits for the events logged before it: events logged meanwhile that settle at
+    once (refused by ``log()``) do not make it report ``complete`` while the earlier ones are
+    still in the spill."""
+    client = Ledger(
+        ledger_server.url,
+        ledger_server.api_key,
+        agent_name,
+        spill_dir=spill_dir,
+        sender_transport=FaultTransport(lambda _: "raise_before"),  # the server is away
+        retry=RetryPolicy(deadline_s=0.3),
+    )
+    try:
+        for i in range(10):
+            client.log("step_start", {"i": i})
+        assert not client.flush(1.0).complete  # the 10 events are spilled
+        results: list[Any] = []
+        waiting = threading.Thread(target=lambda: results.append(client.flush(3.0)))
+        waiting.start()
+        time.sleep(0.3)
+        for _ in range(10):
+            client.log("", {"bad": "empty event type"})  # refused by log(): failed at once
+        waiting.join()
+    finally:
+        client.close(0.5)
+    (result,) = results
+    assert result.in_spill == 10
+    assert not result.complete, result
