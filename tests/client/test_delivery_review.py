@@ -231,3 +231,25 @@ def test_flush_is_not_completed_by_events_logged_after_it(
     (result,) = results
     assert result.in_spill == 10
     assert not result.complete, result
+
+
+def test_close_called_from_on_error_keeps_every_event(closed_url: str, spill_dir: Path) -> None:
+    """close() called from the on_error callback (the sender's own thread) stops the client
+    and spills what is queued: nothing stays in memory of a closed client."""
+    clients: list[Ledger] = []
+    client = Ledger(
+        closed_url,
+        "k",
+        "agent-on-error",
+        spill_dir=spill_dir,
+        sender_transport=FaultTransport(lambda _: httpx.Response(401, text="bad key")),
+        on_error=lambda _: clients[0].close(0),
+    )
+    clients.append(client)
+    for i in range(1200):
+        client.log("step_start", {"i": i})
+    _wait(lambda: client.stats().last_error is not None, 10)
+    _wait(lambda: client.stats().queue_depth == 0, 2)  # on_error ran close() meanwhile
+    stats = client.stats()
+    assert stats.queue_depth == 0 and stats.in_spill == 1200, stats
+    assert _spill_lines(spill_dir) == 1200
