@@ -253,3 +253,42 @@ def test_close_called_from_on_error_keeps_every_event(closed_url: str, spill_dir
     stats = client.stats()
     assert stats.queue_depth == 0 and stats.in_spill == 1200, stats
     assert _spill_lines(spill_dir) == 1200
+
+
+def test_spill_room_freed_by_another_client_is_usable_again(
+    ledger_server: Any, agent_name: str, spill_dir: Path
+) -> None:
+    """Two clients share a spill directory (the default one is shared): once the first has
+    resent and deleted its segments, the second may use that room; it does not drop events
+    against a cap filled by files that are gone."""
+    down = {"first": True, "second": True}
+
+    def make(name: str) -> Ledger:
+        return Ledger(
+            ledger_server.url,
+            ledger_server.api_key,
+            agent_name,
+            spill_dir=spill_dir,
+            sender_transport=FaultTransport(lambda _: "raise_before" if down[name] else None),
+            retry=RetryPolicy(deadline_s=0.3),
+            max_spill_bytes=40_000,
+        )
+
+    first, second = make("first"), make("second")
+    try:
+        for i in range(200):  # about 30 kB of spill
+            first.log("step_start", {"i": i})
+        first.flush(1.0)
+        assert first.stats().in_spill == 200
+        assert second.stats().spill_bytes > 20_000  # the second client sees the first's files
+        down["first"] = False
+        assert first.flush(10).complete
+        assert _spill_lines(spill_dir) == 0  # the first client's files are gone
+        for i in range(200):
+            second.log("step_end", {"i": i})
+        second.flush(1.0)
+        stats = second.stats()
+    finally:
+        first.close(1)
+        second.close(0.5)
+    assert stats.dropped == 0 and stats.in_spill == 200, stats
