@@ -292,3 +292,28 @@ def test_spill_room_freed_by_another_client_is_usable_again(
         first.close(1)
         second.close(0.5)
     assert stats.dropped == 0 and stats.in_spill == 200, stats
+
+
+def test_a_200_that_is_not_a_batch_answer_does_not_count_events_as_stored(
+    ledger_server: Any, agent_name: str, spill_dir: Path
+) -> None:
+    """A 200 whose body is not JSON (a proxy's or login page's HTML) does not make the client
+    count the events as stored: nothing is stored, so they are kept or refused, not 'sent'."""
+    html = httpx.Response(200, text="<html><body>Please sign in</body></html>")
+    client = Ledger(
+        ledger_server.url,
+        ledger_server.api_key,
+        agent_name,
+        spill_dir=spill_dir,
+        sender_transport=FaultTransport(lambda _: html),
+        retry=RetryPolicy(deadline_s=0.3),
+    )
+    try:
+        for i in range(10):
+            client.log("step_start", {"i": i})
+        client.flush(2.0)
+    finally:
+        client.close(0.5)
+    assert stored_events(ledger_server.url, ledger_server.api_key, agent_name) == []
+    stats = client.stats()
+    assert stats.sent == 0, stats
