@@ -375,6 +375,12 @@ class DeliveryMachine(RuleBasedStateMachine):
         reported = sum(s.sent + s.backlog_sent for s in stats)
         assert reported + dropped >= len(stored), (len(stored), stats)
         assert sum(s.sent + s.backlog_sent - s.duplicates for s in stats) <= len(stored), stats
+        # Each event reaches the server in the order it was logged (spill before memory, a
+        # kept batch before what was spilled after it, the backlog of earlier processes first).
+        order = [
+            e["event_id"] for e in stored_events(self.server.url, self.server.api_key, self.agent)
+        ]
+        assert order == [i for i in self.logged if i in stored]
         if stored:
             report = chain_report(self.server.url, self.server.api_key, self.agent)
             assert report["intact"] is True, report
@@ -392,8 +398,8 @@ def test_random_faults_lose_duplicate_and_miscount_nothing(
         run_state_machine_as_test(
             DeliveryMachine,
             settings=settings(
-                max_examples=10,
-                stateful_step_count=12,
+                max_examples=20,
+                stateful_step_count=15,
                 deadline=None,
                 suppress_health_check=list(HealthCheck),
                 database=None,
