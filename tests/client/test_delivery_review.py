@@ -1,5 +1,5 @@
 """Delivery under the ways people use the client: each test states what must hold and fails
-on the sender as committed (see the report of the delivery review); real server, faults only
+on the sender as rewritten (they document bugs to fix); real server, faults only
 in injected transports."""
 
 from __future__ import annotations
