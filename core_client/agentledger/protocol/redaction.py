@@ -41,6 +41,7 @@ from typing import Any
 from agentledger.protocol._redact_walk import Sub, walk
 
 __all__ = [
+    "MAX_MATCH_CHARS",
     "PATTERN_NAMES",
     "PATTERN_REGEXES",
     "REDACTED",
@@ -154,33 +155,37 @@ _TOKEN = r"[A-Za-z0-9_-]"  # base64url and the like
 #: fast prefix while still refusing a start inside a longer word.
 SECRET_REGEXES: dict[str, re.Pattern[str]] = {
     "private_key": re.compile(
-        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY-----(?:[^-]++|-(?!----))*+"
+        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY-----(?:[^-]{1,128}+|-(?!----)){0,192}+"
         r"(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY-----)?"
     ),
-    "jwt": re.compile(rf"eyJ(?<!{_TOKEN}eyJ){_TOKEN}{{5,}}+\.{_TOKEN}{{5,}}+\.{_TOKEN}*+"),
-    "api_key": re.compile(rf"sk-(?<!{_TOKEN}sk-){_TOKEN}{{20,}}+"),
-    "github_token": re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,}+"),
-    "slack_token": re.compile(r"xox(?<![A-Za-z0-9-]xox)[abposr]-[A-Za-z0-9-]{10,}+"),
+    "jwt": re.compile(
+        rf"eyJ(?<!{_TOKEN}eyJ){_TOKEN}{{5,8192}}+\.{_TOKEN}{{5,8192}}+\.{_TOKEN}{{0,8192}}+"
+    ),
+    "api_key": re.compile(rf"sk-(?<!{_TOKEN}sk-){_TOKEN}{{20,1024}}+"),
+    "github_token": re.compile(
+        r"(?<![A-Za-z0-9_])(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,1024}+"
+    ),
+    "slack_token": re.compile(r"xox(?<![A-Za-z0-9-]xox)[abposr]-[A-Za-z0-9-]{10,1024}+"),
     "aws_key": re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])"),
     "url_password": re.compile(
         r"://(?<=[A-Za-z0-9]://)[^\s:/@?#\[\]]{0,256}+:(?P<secret>[^\s/?#]{1,256})@"
     ),
     "bearer": re.compile(
-        r"(?i)(?<![A-Za-z0-9])bearer\s{1,8}+(?P<secret>[A-Za-z0-9._~+/-]{8,}+=*+)"
+        r"(?i)(?<![A-Za-z0-9])bearer\s{1,8}+(?P<secret>[A-Za-z0-9._~+/-]{8,4096}+={0,4}+)"
     ),
     "basic_auth": re.compile(
         r"(?i)authorization[\"']?\s{0,8}+[:=]\s{0,8}+[\"']?basic\s{1,8}+"
-        r"(?P<secret>[A-Za-z0-9+/]{4,}+=*+)"
+        r"(?P<secret>[A-Za-z0-9+/]{4,4096}+={0,4}+)"
     ),
     "key_value": re.compile(
         r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,63}+)=(?!=)"
-        r"(?P<secret>[^\s&#;,\"'<>]++)"
+        r"(?P<secret>[^\s&#;,\"'<>]{1,4096}+)"
     ),
     "quoted_pair": re.compile(
         r"\"(?P<name>[A-Za-z_][A-Za-z0-9_.\- ]{0,63}+)\"\s{0,8}+:\s{0,8}+"
-        r"\"(?P<secret>(?:[^\"\\\n]++|\\.)++)\""
+        r"\"(?P<secret>(?:[^\"\\\n]{1,256}+|\\.){1,64}+)\"?"
         r"|'(?P<name2>[A-Za-z_][A-Za-z0-9_.\- ]{0,63}+)'\s{0,8}+:\s{0,8}+"
-        r"'(?P<secret2>(?:[^'\\\n]++|\\.)++)'"
+        r"'(?P<secret2>(?:[^'\\\n]{1,256}+|\\.){1,64}+)'?"
     ),
 }
 
@@ -291,9 +296,39 @@ def _substituter(
         return marker
 
     def sub(value: str) -> str:
-        return compiled.sub(repl, value)
+        if len(value) <= _WINDOW + MAX_MATCH_CHARS:
+            return compiled.sub(repl, value)
+        return _windowed_sub(compiled, repl, value)
 
     return sub
+
+
+#: Strings longer than a window (plus the overlap) are scanned window by window: one regex call
+#: never lets another thread run, so each call is kept to one window (a few milliseconds).
+_WINDOW = 1 << 16
+#: The overlap of the windows: longer than any match of any pattern plus its lookahead (every
+#: repeat is bounded), so a match that starts in a window is found whole, as in one scan.
+MAX_MATCH_CHARS = 1 << 15
+
+
+def _windowed_sub(
+    compiled: re.Pattern[str], repl: Callable[[re.Match[str]], str], value: str
+) -> str:
+    """``compiled.sub(repl, value)``, one window at a time (the same result)."""
+    parts: list[str] = []
+    size = len(value)
+    last = pos = 0
+    while pos < size:
+        end = min(pos + _WINDOW, size)
+        match = compiled.search(value, pos, min(end + MAX_MATCH_CHARS, size))
+        if match is None or match.start() >= end:
+            pos = end  # a match further on is found again, whole, from the next window
+            continue
+        parts.append(value[last : match.start()])
+        parts.append(repl(match))
+        last = pos = match.end()
+    parts.append(value[last:])
+    return "".join(parts)
 
 
 _SECRET_SUBS: tuple[Sub, ...] = tuple(
