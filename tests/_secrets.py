@@ -52,6 +52,11 @@ SECRET_CASES: list[tuple[str, Any, Any]] = [
     ("credentials", {"credentials": {"u": "ann", "p": "hunter2"}}, {"credentials": R}),
     ("csrf", {"csrf": "hunter2", "xsrf_token": "hunter2"}, {"csrf": R, "xsrf_token": R}),
     ("proxy_authorization", {"Proxy-Authorization": "hunter2"}, {"Proxy-Authorization": R}),
+    (
+        "session_cookies",
+        {"sessionid": "hunter2", "PHPSESSID": "hunter2"},
+        {"sessionid": R, "PHPSESSID": R},
+    ),
     # header lists
     (
         "header_pairs",
@@ -83,6 +88,11 @@ SECRET_CASES: list[tuple[str, Any, Any]] = [
         "signed_url",
         {"url": "https://b.example.net/o?sv=2024&sig=sigvalue99&X-Amz-Signature=sigvalue99"},
         {"url": f"https://b.example.net/o?sv=2024&sig={R}&X-Amz-Signature={R}"},
+    ),
+    (
+        "aws_signed_url",
+        {"url": "https://s3.example.com/k?AWSAccessKeyId=qs-token-77&Signature=sigvalue99"},
+        {"url": f"https://s3.example.com/k?AWSAccessKeyId={R}&Signature={R}"},
     ),
     (
         "postgres_dsn",

@@ -60,7 +60,8 @@ __all__ = [
 REDACTED = "[REDACTED]"
 
 #: Secret key names; compared case-insensitively, word-wise (see module docstring). Drawn from
-#: the field names sentry-python and OpenTelemetry's collector treat as sensitive by default.
+#: the field names sentry-python scrubs by default; its plain ``session`` is left out on purpose
+#: (``session_id`` here names an agent session, not a login).
 SECRET_KEYS: frozenset[str] = frozenset(
     {
         "password",
@@ -85,7 +86,10 @@ SECRET_KEYS: frozenset[str] = frozenset(
         "private_key",
         "privatekey",
         "access_key",
+        "access_key_id",
         "client_secret",
+        "sessionid",
+        "phpsessid",
     }
 )
 
@@ -93,7 +97,7 @@ SECRET_KEYS: frozenset[str] = frozenset(
 # "auth_method" and "credentials_path" name no secret.
 _SUFFIX_ONLY = frozenset({"token", "cookie", "auth", "bearer", "jwt", "credentials", "credential"})
 
-# Query-parameter names that carry a signature (OpenTelemetry redacts them in ``url.full``).
+# Query-parameter names that carry a signature (OpenTelemetry's ``url.full`` redacts them).
 _PARAM_ONLY = frozenset({"sig", "signature"})
 
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
