@@ -25,9 +25,8 @@ become ``"[REDACTED:<name>]"``: ``email``; ``phone`` (9–15 digits in groups, o
 country code); ``card`` (13–19 digits passing the Luhn check, ISO/IEC 7812); ``iban``
 (ISO 13616, mod-97 check); ``ipv4`` (dotted quad, each octet 0–255).
 
-Every pattern runs in time linear in the string: each one starts at a literal or at the start of
-a run of its characters (a lookbehind), and its repeats are possessive or bounded, so no input
-makes it backtrack over what it has already read. The walk is iterative (no recursion limit).
+Every pattern runs in time linear in the string, and long strings are scanned in windows (see
+``docs/design/redaction.md`` for the rules a new pattern must follow). The walk is iterative.
 Mapping keys are never rewritten; tuples come back as lists (JSON has no tuples).
 """
 
