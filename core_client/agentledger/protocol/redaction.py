@@ -350,18 +350,23 @@ def _stems(words: Collection[str]) -> tuple[str, ...]:
     return tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
 
 
+def _longest_word(name: str) -> str:
+    words = name.split("_")
+    return max(reversed(words), key=len)  # "access_key_id" -> "access"; ties: the last word
+
+
 #: A string holding none of these (lower-cased) needs no secret-shape pass: a ``key=value``
-#: match contains its secret name's last word, every other shape one of the triggers.
+#: match contains every word of its secret name, every other shape one of the triggers.
 _STRING_TRIGGERS = _stems(
-    {name.split("_")[-1] for name in SECRET_KEYS} | set(SECRET_TRIGGERS) | {"pass"}
+    {_longest_word(name) for name in SECRET_KEYS} | set(SECRET_TRIGGERS) | {"pass"}
 )
 
 
 def might_hold_secrets(raw: bytes) -> bool:
     """Whether JSON bytes could hold anything the secret rules redact.
 
-    Exact in one direction: a secret-named key (or header name, or ``key=value``) contains its
-    secret name's last word and every secret shape contains one of :data:`SECRET_TRIGGERS`, so
+    Exact in one direction: a secret-named key (or header name, or ``key=value``) contains every
+    word of its secret name and every secret shape contains one of :data:`SECRET_TRIGGERS`, so
     ``False`` means :func:`redact` (without personal-data patterns) would change nothing.
     Substring tests on the lower-cased text: linear, and far cheaper than a case-blind regex.
     """
