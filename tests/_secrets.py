@@ -139,6 +139,16 @@ SECRET_CASES: list[tuple[str, Any, Any]] = [
         {"text": "aws [REDACTED:aws_key] in us-east-1"},
     ),
     ("jwt_in_text", {"text": f"got {JWT} back"}, {"text": "got [REDACTED:jwt] back"}),
+    (
+        "pem_without_headers",
+        {"text": "-----BEGIN PRIVATE KEY-----\nAbCdEf0123456789+/abcdefghijklmn==\n"},
+        {"text": "[REDACTED:private_key]"},
+    ),
+    (
+        "bearer_in_prose",
+        {"text": "send bearer Zm9vOmJhcg.x1 along"},
+        {"text": f"send bearer {R} along"},
+    ),
     ("pem_block", {"text": f"key:\n{PEM}\ndone"}, {"text": "key:\n[REDACTED:private_key]\ndone"}),
     (
         "bearer_header_text",

@@ -362,6 +362,27 @@ _STRING_TRIGGERS = _stems(
 )
 
 
+#: The triggers of the shapes that need neither ``=`` nor ``:`` (``key=value``,
+#: ``"key": "value"``, ``Authorization: Basic`` and ``scheme://`` all do): enough for a string
+#: holding neither, which most prose is. Fewer substring tests per string.
+_PLAIN_TRIGGERS = ("private key", "eyj", "sk-", "xox", "akia", "asia", "abia", "acca", "bearer")
+#: GitHub's prefixes all hold ``_``: tested only when the string does.
+_GITHUB_TRIGGERS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
+
+
+def _needs_secret_pass(value: str) -> bool:
+    """Whether a string holds a trigger of a secret shape (substring tests, ~50 ns each: ten
+    times faster than one case-blind regex over all of them, and each a short call)."""
+    lowered = value.lower()
+    if "=" in value or ":" in value:
+        triggers = _STRING_TRIGGERS
+    elif "_" in value:
+        triggers = _PLAIN_TRIGGERS + _GITHUB_TRIGGERS
+    else:
+        triggers = _PLAIN_TRIGGERS
+    return any(trigger in lowered for trigger in triggers)
+
+
 def might_hold_secrets(raw: bytes) -> bool:
     """Whether JSON bytes could hold anything the secret rules redact.
 
@@ -383,15 +404,11 @@ def _string_redactor(patterns: frozenset[str]) -> Sub:
         )
     pii = [sub for name, sub in _PATTERNS.items() if name in patterns]
     secret_subs = _SECRET_SUBS
-    triggers = _STRING_TRIGGERS
 
     def apply(value: str) -> str:
-        lowered = value.lower()
-        for trigger in triggers:  # substring tests: ~20x faster than a case-blind regex
-            if trigger in lowered:
-                for sub in secret_subs:
-                    value = sub(value)
-                break
+        if _needs_secret_pass(value):
+            for sub in secret_subs:
+                value = sub(value)
         for sub in pii:
             value = sub(value)
         return value
