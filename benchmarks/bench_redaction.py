@@ -31,6 +31,7 @@ NEAR_MISSES: dict[str, tuple[str, ...]] = {
     "private_key": ("-", "-----", "-----BEGIN PRIVATE KEY-----", "-----BEGIN PRIVATE KEY-----a-"),
     "jwt": ("eyJ", "eyJa.", "eyJaaaaa.eyJaaaaa.", "eyJaaaaa."),
     "api_key": ("sk-", "sk-a"),
+    "stripe_key": ("sk_live_", "rk_test_a", "sk_"),
     "github_token": ("ghp_", "github_pat_", "ghp_a"),
     "slack_token": ("xoxb-", "xox", "xoxb-a"),
     "aws_key": ("AKIA", "AKIA1234", "A1"),

@@ -36,6 +36,7 @@ SECRETS = (
     "AbCdEf0123456789+/abcdefghijklmn",
     "qs-token-77",
     "sigvalue99",
+    "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
 )
 
 SECRET_CASES: list[tuple[str, Any, Any]] = [
@@ -119,6 +120,11 @@ SECRET_CASES: list[tuple[str, Any, Any]] = [
         "anthropic_key",
         {"text": "use sk-ant-api03-Xy9_Zq8-Wv7Ut6Sr5Qp4On3."},
         {"text": "use [REDACTED:api_key]."},
+    ),
+    (
+        "stripe_key",
+        {"text": "charge with sk_live_4eC39HqLyjWDarjtT1zdp7dc now"},
+        {"text": "charge with [REDACTED:stripe_key] now"},
     ),
     (
         "github_tokens",

@@ -31,6 +31,7 @@ GENERIC = ("a", " ", "\\")
 #: Per pattern, strings that start a match over and over and fail late.
 NEAR_MISSES: dict[str, tuple[str, ...]] = {
     "api_key": ("sk-", "sk-a"),
+    "stripe_key": ("sk_live_", "rk_test_a", "sk_"),
     "aws_key": ("AKIA", "AKIA1234", "A1"),
     "basic_auth": ("authorization: basic ", "authorization:", "Authorization: Basic a"),
     "bearer": ("bearer ", "Bearer a", "bearer"),

@@ -17,7 +17,7 @@
   with a secret-named key (URL query parameters included, plus OpenTelemetry's ``sig`` and
   ``Signature``), the password of ``scheme://user:password@host`` and the credential after
   ``Bearer``/``Authorization: Basic`` become ``[REDACTED]``; PEM private key blocks, JWTs,
-  ``sk-`` API keys (OpenAI, Anthropic), GitHub, Slack and AWS access key ids become
+  ``sk-`` API keys (OpenAI, Anthropic), Stripe, GitHub, Slack and AWS access key ids become
   ``[REDACTED:<name>]``.
 
 Opt-in (personal data, by name in :data:`PATTERN_NAMES`): matching substrings of string values
@@ -165,6 +165,7 @@ SECRET_REGEXES: dict[str, re.Pattern[str]] = {
         rf"eyJ(?<!{_TOKEN}eyJ){_TOKEN}{{5,8192}}+\.{_TOKEN}{{5,8192}}+\.{_TOKEN}{{0,8192}}+"
     ),
     "api_key": re.compile(rf"sk-(?<!{_TOKEN}sk-){_TOKEN}{{20,1024}}+"),
+    "stripe_key": re.compile(r"(?<![A-Za-z0-9_])[sr]k_(?:live|test)_[A-Za-z0-9]{16,1024}+"),
     "github_token": re.compile(
         r"(?<![A-Za-z0-9_])(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,1024}+"
     ),
@@ -199,6 +200,8 @@ SECRET_TRIGGERS: tuple[str, ...] = (
     "private key",
     "eyj",
     "sk-",
+    "k_live_",
+    "k_test_",
     "ghp_",
     "gho_",
     "ghu_",
@@ -366,8 +369,8 @@ _STRING_TRIGGERS = _stems(
 #: ``"key": "value"``, ``Authorization: Basic`` and ``scheme://`` all do): enough for a string
 #: holding neither, which most prose is. Fewer substring tests per string.
 _PLAIN_TRIGGERS = ("private key", "eyj", "sk-", "xox", "akia", "asia", "abia", "acca", "bearer")
-#: GitHub's prefixes all hold ``_``: tested only when the string does.
-_GITHUB_TRIGGERS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
+#: GitHub's and Stripe's prefixes all hold ``_``: tested only when the string does.
+_UNDERSCORE_TRIGGERS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "k_live_", "k_test_")
 
 
 def _needs_secret_pass(value: str) -> bool:
@@ -377,7 +380,7 @@ def _needs_secret_pass(value: str) -> bool:
     if "=" in value or ":" in value:
         triggers = _STRING_TRIGGERS
     elif "_" in value:
-        triggers = _PLAIN_TRIGGERS + _GITHUB_TRIGGERS
+        triggers = _PLAIN_TRIGGERS + _UNDERSCORE_TRIGGERS
     else:
         triggers = _PLAIN_TRIGGERS
     return any(trigger in lowered for trigger in triggers)
