@@ -1,21 +1,21 @@
 """Client-side use of the shared :func:`~agentledger.protocol.redaction.redact` (same rules as the
 server), with a byte-level pre-check so events without secret-looking keys skip the walk.
 
-The pre-check is exact for key rules: a key that names a secret contains every word of that
-secret name (the table compares words), so if no secret name's last word occurs in the
-lower-cased JSON bytes, no key can match and the bytes go out unchanged. Patterns (email,
-card...) look at every string value, so with patterns the walk always runs.
+The pre-check (:func:`~agentledger.protocol.redaction.might_hold_secrets`) is exact: a key (or
+header name, or ``key=value`` in a string) that names a secret contains that name's last word,
+and every secret shape contains one of the table's triggers; so bytes holding none of them go
+out unchanged. Personal data patterns (email, card...) look at every string value, so with them
+the walk always runs.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 from typing import Any
 
 import orjson
 
-from agentledger.protocol.redaction import SECRET_KEYS, redact
+from agentledger.protocol.redaction import might_hold_secrets, redact
 
 __all__ = ["ClientRedactor"]
 
@@ -34,19 +34,14 @@ class ClientRedactor:
     def __init__(self, patterns: Collection[str] = ()) -> None:
         self._patterns = tuple(patterns)
         redact({}, patterns=self._patterns)  # validate names now
-        words = {name.split("_")[-1].lower().encode() for name in SECRET_KEYS}
-        # "apikey" contains "key": keep only words that contain no other word
-        stems = sorted(w for w in words if not any(o != w and o in w for o in words))
-        self._stem_re = re.compile(b"|".join(re.escape(w) for w in stems))
 
     def might_hold_secrets(self, raw: bytes) -> bool:
         """Whether the walk is needed for these JSON bytes (see the module docstring)."""
-        if self._patterns:
-            return True
-        return self._stem_re.search(raw.lower()) is not None  # ASCII lower-casing, as keys
+        return bool(self._patterns) or might_hold_secrets(raw)
 
     def value(self, raw: bytes) -> Any:
         """The value to embed in the wire line: the bytes as they are, or redacted."""
         if not self.might_hold_secrets(raw):
             return orjson.Fragment(raw)
-        return redact(orjson.loads(raw), patterns=self._patterns)
+        # freshly parsed, owned here: no copy needed
+        return redact(orjson.loads(raw), patterns=self._patterns, in_place=True)
