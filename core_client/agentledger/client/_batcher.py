@@ -170,7 +170,7 @@ class BatchSender:
             return
         with capture_internal_exceptions("client.overflow"), self._order:
             with self._lock:
-                oldest = self._queue.pop(max(self._max_batch, len(self._queue) // 4))
+                oldest = self._queue.pop(self._max_batch)  # one batch: a short hold
             self._disk.spill_items(oldest, sync=False)
             with self._lock:
                 self._queue.push(item, size)

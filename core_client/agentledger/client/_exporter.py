@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import orjson
 
 from agentledger.client._guard import logger
 from agentledger.client._models import DeliveryError
@@ -316,6 +317,6 @@ def _all_500(answer: Answer, count: int) -> bool:
 
 def _json(response: httpx.Response) -> Any:
     try:
-        return response.json()
-    except ValueError:
+        return orjson.loads(response.content)
+    except orjson.JSONDecodeError:
         return None

@@ -60,6 +60,9 @@ class Segment:
             raw = self.path.read_bytes() if self.path.exists() else b""
             self.size = len(raw)
             kept: list[bytes] = []
+            if self.own:  # written whole by this process (a failed write is cut back)
+                self.lines = [line for line in raw.split(b"\n") if line]
+                return self.lines
             for line in raw.split(b"\n"):
                 if not line.strip():
                     continue
