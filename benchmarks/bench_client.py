@@ -26,7 +26,6 @@ import asyncio
 import datetime as dt
 import http.server
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -278,12 +277,25 @@ def memory_burst(n: int, url: str | None, runs: int, flush_s: float) -> dict[str
     return {key: statistics.median(r[key] for r in results) for key in results[0]}
 
 
+def high_water_rss() -> int:
+    """Peak RSS of this process image (bytes) from ``VmHWM``; 0 where there is none. Not
+    ``ru_maxrss``: Linux carries that across ``exec`` from the parent, whose RSS is larger."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def memory_child(n: int, url: str | None, flush_s: float) -> dict[str, float]:
     """Body of :func:`memory_burst` (runs in the child): log ``n`` events as fast as possible
     with default settings (spill on, in a fresh directory) to ``url`` or, when ``None``, to a
     closed port; then flush for up to ``flush_s`` (server up) or close. Peak RSS growth is
-    the larger of the RSS sampled during the run and the kernel's high-water mark
-    (``ru_maxrss``), minus the RSS once the client and its worker are running."""
+    the larger of the RSS sampled during the run and the kernel's high-water mark, minus the
+    RSS once the client and its worker are running."""
     me = psutil.Process()
     target = url or f"http://127.0.0.1:{free_port()}"
     spill_dir = tempfile.mkdtemp(prefix="bench-spill-")
@@ -305,9 +317,7 @@ def memory_child(n: int, url: str | None, flush_s: float) -> dict[str, float]:
         complete = result.complete
     else:
         drained, complete = 0.0, False
-    peak = max(
-        peak, me.memory_info().rss, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    )
+    peak = max(peak, me.memory_info().rss, high_water_rss())
     led.close(1.0)
     stats = led.stats()
     shutil.rmtree(spill_dir, ignore_errors=True)
