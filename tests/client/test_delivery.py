@@ -71,13 +71,13 @@ def test_a_burst_of_200000_is_stored_when_flush_returns(
 
 @pytest.mark.slow
 def test_a_paused_server_mid_burst_gets_everything_and_flush_stays_honest(
-    server_factory: Any, agent_name: str, tmp_path: Path
+    server_factory: Any, store_db: str, agent_name: str, tmp_path: Path
 ) -> None:
     """Delivery: the server stops answering (SIGSTOP) for 5 s in the middle of a burst; the
     queue overflows, so its oldest events move to the spill; a flush during the pause says
     how much is outstanding and where; once the server answers again, everything is stored,
     in the order it was logged, once."""
-    server = server_factory()
+    server = server_factory(db=store_db)
     spill = tmp_path / "spill"
     ledger = Ledger(server.url, server.api_key, agent_name, spill_dir=spill, max_queue_events=5000)
     total = 60_000
@@ -202,7 +202,7 @@ def test_a_poisoned_item_is_dead_lettered_and_its_batch_stored(
 
 
 def test_a_wrong_key_is_an_error_within_a_second_and_the_events_are_kept(
-    ledger_server: Any, agent_name: str, tmp_path: Path, caplog: Any
+    store_server: Any, agent_name: str, tmp_path: Path, caplog: Any
 ) -> None:
     """Delivery: a key the server refuses (401) is a logged error, a ``stats().last_error``
     and an ``on_error`` call within a second, not an outage; the events are kept on disk and
@@ -215,7 +215,7 @@ def test_a_wrong_key_is_an_error_within_a_second_and_the_events_are_kept(
         errors.append(error)
         seen.set()
 
-    wrong = Ledger(ledger_server.url, "not-the-key", agent_name, spill_dir=spill, on_error=on_error)
+    wrong = Ledger(store_server.url, "not-the-key", agent_name, spill_dir=spill, on_error=on_error)
     started = time.monotonic()
     refs = [wrong.log("step_start", {"i": i}) for i in range(20)]
     assert seen.wait(1.0), "no on_error call within 1 s"
@@ -228,10 +228,10 @@ def test_a_wrong_key_is_an_error_within_a_second_and_the_events_are_kept(
     assert not closed.complete and closed.in_spill == 20 and closed.dropped == 0
     assert _on_disk(spill) == 20
 
-    right = Ledger(ledger_server.url, ledger_server.api_key, agent_name, spill_dir=spill)
+    right = Ledger(store_server.url, store_server.api_key, agent_name, spill_dir=spill)
     assert right.flush(timeout_s=30).complete
     right.close(5)
-    stored = stored_events(ledger_server.url, ledger_server.api_key, agent_name)
+    stored = stored_events(store_server.url, store_server.api_key, agent_name)
     assert [e["event_id"] for e in stored] == [r.event_id for r in refs]
 
 
