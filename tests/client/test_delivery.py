@@ -5,6 +5,7 @@ is on disk and checks the counters against it."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -20,9 +21,9 @@ import httpx
 import orjson
 import pytest
 
-from agentledger.client import DeliveryError, Ledger
+from agentledger.client import DeliveryError, Ledger, RetryPolicy
 
-from .conftest import chain_report, stored_events
+from .conftest import FaultTransport, chain_report, stored_events
 
 
 def _on_disk(spill_dir: Path) -> int:
@@ -306,3 +307,37 @@ def test_an_event_the_key_may_not_write_is_parked_and_the_rest_flows(
     stored_other = stored_events(ledger_server.url, ledger_server.api_key, other)
     assert [e["event_id"] for e in stored_other] == [foreign.event_id]
     assert _on_disk(spill) == 0 and list(spill.rglob("held-*.ndjson")) == []
+
+
+def test_a_server_away_is_retried_with_backoff_then_probed_at_doubling_intervals(
+    ledger_server: Any, agent_name: str, tmp_path: Path
+) -> None:
+    """Delivery (outages): connection errors are retried with jittered backoff until the
+    retry deadline, then the server is probed at doubling intervals; never a tight loop,
+    and the first answer delivers everything."""
+    times: list[float] = []
+    away = {"on": True}
+
+    def fault(_: int) -> str | None:
+        times.append(time.monotonic())
+        return "raise_before" if away["on"] else None
+
+    ledger = Ledger(
+        ledger_server.url,
+        ledger_server.api_key,
+        agent_name,
+        spill_dir=tmp_path / "spill",
+        sender_transport=FaultTransport(fault),
+        retry=RetryPolicy(deadline_s=1.0, initial_backoff_s=0.05, max_backoff_s=0.5),
+    )
+    refs = [ledger.log("step_start", {"i": i}) for i in range(50)]
+    time.sleep(6.0)
+    attempts = len(times)
+    assert attempts <= 20, f"{attempts} attempts in 6 s: a tight loop"
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert gaps[-1] > 1.5 * max(gaps[:3]), gaps  # the probes drift apart
+    away["on"] = False
+    assert ledger.flush(timeout_s=20).complete
+    ledger.close(5)
+    stored = stored_events(ledger_server.url, ledger_server.api_key, agent_name)
+    assert [e["event_id"] for e in stored] == [r.event_id for r in refs]
