@@ -1,5 +1,5 @@
-"""Property test of background delivery: random sequences of faults never lose, duplicate or
-miscount an event.
+"""Property test of background delivery (README "Delivery"): random sequences of faults never
+lose, duplicate or miscount an event.
 
 A real ``agentledger serve`` (SQLite) sits behind :class:`Gate`, a small real TCP proxy the
 test can switch *down* (the port refuses connections and open connections are reset, even in

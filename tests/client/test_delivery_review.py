@@ -1,6 +1,6 @@
-"""Delivery under the ways people use the client: each test states what must hold and fails
-on the sender as rewritten (they document bugs to fix); real server, faults only
-in injected transports."""
+"""Delivery (README "Delivery") under the ways people use the client: each test states what
+must hold in a case a hostile review found broken once; real server, faults only in injected
+transports."""
 
 from __future__ import annotations
 
