@@ -13,7 +13,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import httpx
 
@@ -114,6 +114,9 @@ class BatchSender:
         self._closed = False
         self._inflight: list[Item] | None = None
         self._inflight_taken = False
+        #: the next batch from memory and its lines being built while a batch is sent
+        self._prepared: tuple[list[Item], Future[list[bytes]]] | None = None
+        self._prep_pool: ThreadPoolExecutor | None = None
         self._next_orphan_scan = 0.0
         self._problems = Problems(self._tally, self._dead_letter, self._on_error)
         self._disk = DiskMoves(
@@ -283,6 +286,8 @@ class BatchSender:
         complete = complete and self._tally.nothing_outstanding()
         result = self.flush_result(before, started, complete)
         self._exporter.release(close=thread is None or not thread.is_alive())
+        if self._prep_pool is not None:
+            self._prep_pool.shutdown(wait=False)
         if self._spill is not None:
             with capture_internal_exceptions("client.close_spill"):
                 self._spill.close(sync=time.monotonic() < deadline)
@@ -367,14 +372,19 @@ class BatchSender:
         """Send the oldest pending batch (spill before memory). Returns whether something
         was sent and the server answered; a probe with nothing pending asks ``/health``."""
         spill = self._spill
+        batch = None
+        nxt: list[Item] = []
         with self._order:
-            if spill is not None and spill.has_backlog():
-                batch = spill.next_batch(self._max_batch)
+            prepared, self._prepared = self._prepared, None
+            backlog = spill is not None and spill.has_backlog()
+            if prepared is None and backlog:
+                batch = spill.next_batch(self._max_batch) if spill is not None else None
             else:
-                batch = None
                 with self._lock:
-                    items = self._queue.pop(self._max_batch)
-                    self._inflight = items or None
+                    items = prepared[0] if prepared else self._queue.pop(self._max_batch)
+                    if items and not probe and not backlog:  # what is on disk goes first
+                        nxt = self._queue.pop(self._max_batch)  # prepared during the request
+                    self._inflight = (items + nxt) or None
                     self._inflight_taken = False
         if batch is not None:
             segment, lines = batch
@@ -386,16 +396,51 @@ class BatchSender:
             return answer.error is None or len(answer.kept) < len(lines)
         if not items:
             return self._exporter.health() if probe else False
-        lines = self._disk.lines(items)
+        lines = prepared[1].result() if prepared else self._disk.lines(items)
+        upcoming = self._prepare(nxt) if nxt else None
         answer = self._exporter.export(lines, deadline, single_attempt=probe)
-        with self._lock:
+        fine = not answer.kept and not answer.held and not self._exporter.down
+        with self._order, self._lock:
             taken = self._inflight_taken
-            self._inflight = None
-            self._inflight_taken = False
+            if not taken and nxt and fine and upcoming is not None:
+                self._inflight = nxt
+                self._prepared = (nxt, upcoming)  # sent next, before anything else
+                nxt = []
+            elif not taken:
+                self._inflight = None
         if taken:
-            return True  # close() spilled this batch already; a late success is a duplicate
+            return True  # close() spilled both batches already; a late success is a duplicate
+        if nxt:
+            self._return_unsent(nxt, upcoming)
         self._apply_memory(items, lines, answer)
         return len(answer.kept) < len(lines)
+
+    def _return_unsent(self, items: list[Item], lines: Future[list[bytes]] | None) -> None:
+        """A batch taken ahead but not sent: it goes back before everything newer. When
+        newer events moved to the spill meanwhile, it goes to the spill's head (the batch
+        just sent, if kept, is put before it afterwards), else to the queue's head."""
+        with self._order:
+            spill = self._spill
+            if spill is not None and spill.has_own_backlog():
+                ready = lines.result() if lines is not None else self._disk.lines(items)
+                if self._disk.spill_lines(ready, sync=True, first=True, drop=False):
+                    return
+            with self._lock:
+                self._queue.push_front(items)
+
+    def _prepare(self, items: list[Item]) -> Future[list[bytes]] | None:
+        """Serialise the next batch on a helper thread while this one is at the server (the
+        worker waits on the socket with the interpreter lock released)."""
+        pool = self._prep_pool
+        if pool is None:
+            try:
+                pool = self._prep_pool = ThreadPoolExecutor(1, "agentledger-prepare")
+            except RuntimeError:  # no new threads at interpreter exit
+                return None
+        try:
+            return pool.submit(self._disk.lines, items)
+        except RuntimeError:
+            return None
 
     # -- outcomes --------------------------------------------------------------------------
 
