@@ -318,7 +318,9 @@ async def test_a_bound_key_cannot_hang_events_under_another_agent(
             "/v1/events/import",
             json={"events": [ev("bound-a", "x", n["mine"], parent_id=n["theirs"])]},
         )
-        assert imported.json()["failed"] == 1 and "parent_id" in imported.text
+        # import drops a cause it may not read, as it drops one that is not stored
+        assert imported.json()["imported"] == 1 and imported.json()["parents_dropped"] == 1
+        assert (await bound.get(f"/v1/events/{n['mine']}")).json()["parent_id"] is None
         # an unbound writer may link across agents; the bound reader sees such a cause as
         # missing, exactly like an id that was never stored (existence is not revealed)
         both = ids("cross", "nowhere")
