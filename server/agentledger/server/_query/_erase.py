@@ -46,11 +46,10 @@ def forget(
     Candidates are narrowed on the canonical record bytes (``search.record_contains`` of
     :func:`~agentledger.server._query.forget.prefilters`), then checked exactly. The tombstone
     keeps ``event_id``, ``sequence_no``, ``chain_hash`` and the indexed columns (type, time,
-    parent, session) and clears ``record``, ``checksum``, ``fingerprint`` and
-    ``idempotency_key``, and writes the erasure mark
-    (:meth:`~agentledger.server._chain.ChainHasher.erasure_mark`) into ``fingerprint``:
-    verification counts a tombstone with a valid mark as erased, any other NULL record as
-    changed.
+    parent, session, supersedes), clears ``record``, ``checksum`` and ``idempotency_key``, and
+    replaces ``fingerprint`` by the erasure mark
+    (:meth:`~agentledger.server._chain.ChainHasher.erasure_mark`): verification counts a
+    tombstone with a valid mark as erased, any other NULL record as changed.
     """
     matcher = ForgetMatcher(filter_key, filter_value)
     key_pattern, value_patterns = prefilters(filter_key, filter_value)
