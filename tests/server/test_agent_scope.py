@@ -180,18 +180,22 @@ async def test_a_bound_key_links_its_own_events(
 
 
 async def test_an_admin_key_links_and_walks_across_agents(
-    app_client: httpx.AsyncClient,
+    app: FastAPI, app_client: httpx.AsyncClient
 ) -> None:
     theirs = (await post(app_client, ev(B))).json()["event_id"]
     mine = await post(app_client, ev(A, parent_id=theirs))
     assert mine.status_code == 201
-    impact = (await app_client.get(f"/v1/events/{theirs}/impact")).json()
-    assert [e["event_id"] for e in impact["events"]] == [mine.json()["event_id"]]
-    why = (await app_client.get(f"/v1/events/{mine.json()['event_id']}/why")).json()
-    assert why["chain_complete"] and [e["event_id"] for e in why["chain"]] == [
-        theirs,
-        mine.json()["event_id"],
-    ]
+    async with keyed(app, app_client, agent=None, scope="read_only") as reader:
+        for client in (app_client, reader):  # an unbound key reads across agents
+            impact = (await client.get(f"/v1/events/{theirs}/impact")).json()
+            assert [e["event_id"] for e in impact["events"]] == [mine.json()["event_id"]]
+            why = (await client.get(f"/v1/events/{mine.json()['event_id']}/why")).json()
+            assert why["chain_complete"] and [e["event_id"] for e in why["chain"]] == [
+                theirs,
+                mine.json()["event_id"],
+            ]
+        refused = await post(reader, ev(A, parent_id=theirs))
+        assert refused.status_code == 403  # read_only: before any lookup of the cause
 
 
 # -- reading lineage with a bound key --------------------------------------------------------
