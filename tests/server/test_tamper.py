@@ -263,7 +263,7 @@ async def write_linked(client: httpx.AsyncClient) -> list[str]:
             "parent_id": a,
             "caused_by": [{"event_id": a, "kind": "read"}],
         },
-        {"agent": AGENT, "event": "llm_end", "data": {}, "event_id": c, "parent_id": b},
+        {"agent": AGENT, "event": "llm_end", "data": {"n": "c"}, "event_id": c, "parent_id": b},
         {"agent": AGENT, "event": "x", "data": {}, "event_id": d, "caused_by": [a, c]},
     ]
     response = await client.post("/v1/events/batch", json={"events": items})
@@ -307,9 +307,109 @@ async def test_an_erased_events_parent_edge_is_still_checked(
     the kept parent_id and stay the agent's. Further edges of an erased event cannot be
     checked against anything (docs/pages/causal-edges.md says so)."""
     a, _b, c, _d = await write_linked(client)
-    sql.execute("UPDATE events SET record = NULL, checksum = NULL WHERE event_id = ?", (c,))
+    assert await forget(client, "n", "c") == [c]
     assert (await verify(client))["intact"]
     sql.execute("UPDATE event_causes SET cause_id = ? WHERE effect_id = ?", (a, c))
     report = await verify(client)
     assert kinds(report) == [("content_changed", 3)]
     assert "erased" in report["problems"][0]["detail"]
+
+
+async def forget(client: httpx.AsyncClient, key: str, value: str) -> list[str]:
+    """A real forget of the audited agent's events holding ``key == value``."""
+    response = await client.request(
+        "DELETE",
+        "/v1/memory/forget",
+        json={"filter_key": key, "filter_value": value, "agent": AGENT},
+    )
+    assert response.status_code == 200, response.text
+    erased: list[str] = response.json()["event_ids"]
+    return erased
+
+
+@pytest.mark.parametrize("chain_key", [None, "a-chain-key"])
+async def test_a_real_forget_verifies_intact(db_path: str, chain_key: str | None) -> None:
+    app, client = make_client(db_path, chain_key)
+    async with client:
+        results = await write(client)
+        assert await forget(client, "i", "4") == [results[3]["event_id"]]
+        report = await verify(client)
+    app.state.store.close()
+    assert report["intact"], report
+    assert report["erased"] == 1 and report["verified"] == 10
+    assert "1 erased by forget" in report["summary"]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "UPDATE events SET record = NULL WHERE event_id = ?",
+        "UPDATE events SET record = NULL, checksum = NULL WHERE event_id = ?",
+        "UPDATE events SET record = NULL, checksum = NULL, fingerprint = NULL WHERE event_id = ?",
+    ],
+)
+async def test_a_record_set_to_null_by_hand_is_content_changed(
+    client: httpx.AsyncClient, sql: SqlConnection, change: str
+) -> None:
+    """Only forget leaves a valid erasure mark: a NULL written by hand is not an erasure."""
+    results = await write(client)
+    sql.execute(change, (results[4]["event_id"],))
+    report = await verify(client)
+    assert kinds(report) == [("content_changed", 5)]
+    assert report["problems"][0]["event_id"] == results[4]["event_id"]
+    assert "forget mark" in report["problems"][0]["detail"]
+    assert report["erased"] == 0 and "erased by forget" not in report["summary"]
+
+
+async def test_a_forget_mark_copied_to_another_row_is_content_changed(
+    client: httpx.AsyncClient, sql: SqlConnection
+) -> None:
+    """The mark is bound to its event: one real forget does not bless another NULL."""
+    results = await write(client)
+    assert await forget(client, "i", "2") == [results[1]["event_id"]]
+    (mark,) = sql.execute(
+        "SELECT fingerprint FROM events WHERE event_id = ?", (results[1]["event_id"],)
+    ).fetchone()
+    sql.execute(
+        "UPDATE events SET record = NULL, checksum = NULL, fingerprint = ? WHERE event_id = ?",
+        (mark, results[6]["event_id"]),
+    )
+    report = await verify(client)
+    assert kinds(report) == [("content_changed", 7)] and report["erased"] == 1
+
+
+async def test_an_edited_supersedes_column_is_content_changed(
+    client: httpx.AsyncClient, sql: SqlConnection
+) -> None:
+    """``supersedes`` hides the named event from search: the column must match the record."""
+    results = await write(client)
+    hidden, by = results[2]["event_id"], results[7]["event_id"]
+    found = await client.post("/v1/search", json={"query": "step", "agent": AGENT, "limit": 50})
+    assert hidden in {r["event_id"] for r in found.json()["results"]}
+    sql.execute("UPDATE events SET supersedes = ? WHERE event_id = ?", (hidden, by))
+    found = await client.post("/v1/search", json={"query": "step", "agent": AGENT, "limit": 50})
+    assert hidden not in {r["event_id"] for r in found.json()["results"]}  # what it hides
+    report = await verify(client)
+    assert kinds(report) == [("content_changed", 8)]
+    assert report["problems"][0]["event_id"] == by
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "UPDATE events SET supersedes = '{other}' WHERE event_id = '{erased}'",
+        "UPDATE events SET parent_id = '{other}' WHERE event_id = '{erased}'",
+        "UPDATE events SET event = 'edited' WHERE event_id = '{erased}'",
+    ],
+)
+async def test_an_edited_column_of_an_erased_event_is_content_changed(
+    client: httpx.AsyncClient, sql: SqlConnection, change: str
+) -> None:
+    """A tombstone keeps some columns (type, parent, supersedes...); its mark covers them."""
+    results = await write(client)
+    erased, other = results[5]["event_id"], results[0]["event_id"]
+    assert await forget(client, "i", "6") == [erased]
+    sql.execute(change.format(erased=erased, other=other))
+    report = await verify(client)
+    assert ("content_changed", 6) in kinds(report)
+    assert all(p["event_id"] == erased for p in report["problems"])

@@ -47,12 +47,35 @@ class ChainHasher:
             return hmac.new(self._key, data, hashlib.sha256).hexdigest()
         return hashlib.sha256(data).hexdigest()
 
+    def erasure_mark(
+        self,
+        chain_hash: str,
+        kept: Sequence[Any],
+    ) -> str | None:
+        """The mark forget leaves on a tombstone (in its ``fingerprint`` column): a link after
+        the event's ``chain_hash`` over what the tombstone still shows.
+
+        Args:
+            chain_hash: the erased event's chain hash.
+            kept: ``(event_id, agent, sequence_no, timestamp, event, parent_id, session_id,
+                supersedes)`` of the tombstone.
+
+        A record set to NULL by hand carries no such mark, and a kept column edited after
+        forget no longer matches it. Keyed like the chain (HMAC with a chain key). ``None``
+        when the values cannot be what a forget marked (a tampered row of another SQL type).
+        """
+        try:
+            return self.link(chain_hash, b"forget:" + orjson.dumps(list(kept)))
+        except (TypeError, ValueError, AttributeError):
+            return None
+
 
 class ChainRow(NamedTuple):
     """One stored row as verification sees it (a plain tuple in this order works too).
 
     ``record`` is the stored canonical JSON (``None`` for a forget tombstone); the other fields
-    are the indexed columns that must agree with it.
+    are the indexed columns that must agree with it. ``fingerprint`` matters only on a
+    tombstone, where it holds the erasure mark (:meth:`ChainHasher.erasure_mark`).
     """
 
     sequence_no: int
@@ -65,6 +88,8 @@ class ChainRow(NamedTuple):
     record: bytes | None
     checksum: str | None
     chain_hash: str
+    supersedes: str | None
+    fingerprint: str | None
 
 
 @dataclass
@@ -115,7 +140,18 @@ def _problem(kind: str, row: Sequence[Any] | None, seq: int, detail: str) -> dic
 
 #: A stored row as a plain tuple, in :class:`ChainRow` field order.
 ChainRowTuple = tuple[
-    int, str, str, str, str | None, str | None, str | None, bytes | None, str | None, str
+    int,
+    str,
+    str,
+    str,
+    str | None,
+    str | None,
+    str | None,
+    bytes | None,
+    str | None,
+    str,
+    str | None,
+    str | None,
 ]
 
 
@@ -201,13 +237,41 @@ def verify_rows(
     cursor = _EdgeCursor(edges) if edges is not None else None
     for row in rows:
         verified += 1
-        seq, event_id, agent, timestamp, event, parent_id, session_id, record, checksum, chain = row
-        if record is None:  # forget tombstone: keeps its link, content erased
-            rep.erased += 1
+        (
+            seq,
+            event_id,
+            agent,
+            timestamp,
+            event,
+            parent_id,
+            session_id,
+            record,
+            checksum,
+            chain,
+            supersedes,
+            mark,
+        ) = row
+        if record is None:  # forget tombstone: keeps its link and a mark, content erased
             if seq != expected:
                 problems.append(
                     _problem("missing_or_reordered", row, seq, f"expected sequence_no {expected}")
                 )
+            elif mark is None or mark != hasher.erasure_mark(
+                chain,
+                (event_id, agent, seq, timestamp, event, parent_id, session_id, supersedes),
+            ):
+                problems.append(
+                    _problem(
+                        "content_changed",
+                        row,
+                        seq,
+                        "the record is gone but the row carries no valid forget mark: erased "
+                        "by hand, or a column of an erased event was edited",
+                    )
+                )
+                prev = chain
+                expected = seq + 1
+                continue
             elif cursor is not None and not _tombstone_edges_match(
                 parent_id, agent, cursor.take(seq)
             ):
@@ -219,6 +283,7 @@ def verify_rows(
                         "the stored causal edges of an erased event differ from its parent_id",
                     )
                 )
+            rep.erased += 1
             prev = chain
             expected = seq + 1
             continue
@@ -260,6 +325,7 @@ def verify_rows(
             or rec.get("event") != event
             or rec.get("parent_id") != parent_id
             or rec.get("session_id") != session_id
+            or rec.get("supersedes") != supersedes
         ):
             problems.append(
                 _problem("content_changed", row, seq, "record does not match its checksum")

@@ -31,7 +31,8 @@ metadata = MetaData()
 
 #: One row per event. ``record`` is the canonical JSON (RFC 8785) that the checksum and chain
 #: hash cover; the other columns index it. A forget tombstone keeps ``sequence_no`` and
-#: ``chain_hash`` and sets ``record``/``checksum`` to NULL.
+#: ``chain_hash``, sets ``record``/``checksum`` to NULL and holds its erasure mark in
+#: ``fingerprint`` (``ChainHasher.erasure_mark``).
 events = Table(
     "events",
     metadata,

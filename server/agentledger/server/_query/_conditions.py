@@ -35,9 +35,11 @@ class SearchFilters:
 
 
 def not_superseded() -> ColumnElement[bool]:
-    """True for events no other event names in its ``supersedes``."""
+    """True for events no other event of the same agent names in its ``supersedes`` (the
+    write path refuses a ``supersedes`` across agents; one named before its target was
+    stored, or older data, hides nothing of another agent)."""
     newer = events.alias("newer")
-    return ~exists().where(newer.c.supersedes == events.c.event_id)
+    return ~exists().where(newer.c.supersedes == events.c.event_id, newer.c.agent == events.c.agent)
 
 
 def conditions(filters: SearchFilters) -> list[ColumnElement[bool]]:

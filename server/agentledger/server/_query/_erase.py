@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
-from sqlalchemy import ColumnElement, and_, delete, or_, select, update
+from sqlalchemy import ColumnElement, and_, bindparam, delete, or_, select, update
 
 from agentledger.server._query.forget import ForgetMatcher, prefilters
 from agentledger.server._search.base import SearchBackend
@@ -45,8 +46,10 @@ def forget(
     Candidates are narrowed on the canonical record bytes (``search.record_contains`` of
     :func:`~agentledger.server._query.forget.prefilters`), then checked exactly. The tombstone
     keeps ``event_id``, ``sequence_no``, ``chain_hash`` and the indexed columns (type, time,
-    parent, session) and clears ``record``, ``checksum``, ``fingerprint`` and
-    ``idempotency_key``; verification counts it as erased.
+    parent, session, supersedes), clears ``record``, ``checksum`` and ``idempotency_key``, and
+    replaces ``fingerprint`` by the erasure mark
+    (:meth:`~agentledger.server._chain.ChainHasher.erasure_mark`): verification counts a
+    tombstone with a valid mark as erased, any other NULL record as changed.
     """
     matcher = ForgetMatcher(filter_key, filter_value)
     key_pattern, value_patterns = prefilters(filter_key, filter_value)
@@ -59,33 +62,52 @@ def forget(
         where.append(or_(*[t for t in value_tests if t is not None]))
     if agents is not None:
         where.append(events.c.agent.in_(list(agents)))
-    query = select(events.c.id, events.c.event_id, events.c.agent, events.c.record).where(
-        and_(*where)
-    )
+    query = select(
+        events.c.id,
+        events.c.event_id,
+        events.c.agent,
+        events.c.record,
+        events.c.sequence_no,
+        events.c.timestamp,
+        events.c.event,
+        events.c.parent_id,
+        events.c.session_id,
+        events.c.supersedes,
+        events.c.chain_hash,
+    ).where(and_(*where))
     outcome = ForgetOutcome()
+    hasher = store.hasher
     context = store.reader() if dry_run else store.writer()
     with context as conn:
         if not dry_run:
             search.erase_prepare(conn)
         ids: list[int] = []
-        for row_id, event_id, agent, record in conn.execute(query):
+        marks: list[dict[str, Any]] = []
+        for row in conn.execute(query):
+            row_id, event_id, agent, record = row[:4]
             data = orjson.loads(record).get("data")
             if not matcher.matches(data):
                 continue
             ids.append(row_id)
+            kept = (event_id, agent, row[4], row[5], row[6], row[7], row[8], row[9])
+            marks.append({"row_id": row_id, "mark": hasher.erasure_mark(row[10], kept)})
             outcome.agents[agent] = outcome.agents.get(agent, 0) + 1
             if len(outcome.event_ids) < id_limit:
                 outcome.event_ids.append(event_id)
         outcome.deleted_events = len(ids)
         if dry_run or not ids:
             return outcome
+        # one statement: each tombstone gets its own erasure mark (in ``fingerprint``)
+        conn.execute(
+            update(events)
+            .where(events.c.id == bindparam("row_id"))
+            .values(
+                record=None, checksum=None, fingerprint=bindparam("mark"), idempotency_key=None
+            ),
+            marks,
+        )
         for start in range(0, len(ids), IN_CHUNK):
             chunk = ids[start : start + IN_CHUNK]
-            conn.execute(
-                update(events)
-                .where(events.c.id.in_(chunk))
-                .values(record=None, checksum=None, fingerprint=None, idempotency_key=None)
-            )
             outcome.embeddings_deleted += conn.execute(
                 delete(event_embeddings).where(event_embeddings.c.id.in_(chunk))
             ).rowcount

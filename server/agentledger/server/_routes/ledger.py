@@ -173,15 +173,20 @@ def import_events(
         except HTTPException as error:
             errors.append({"index": index, "detail": str(error.detail)})
 
+    def readable(ref: str) -> bool:
+        # a bound key's cause stored under another agent is dropped like an unknown one
+        event = store.get_event(ref)
+        return event is not None and principal.agent in (None, event["agent"])
+
     def resolve(ref: str) -> str | None:
         mapped = id_map.get(ref)
         if mapped is None:
             renamed = (
                 str(uuid.uuid5(IMPORT_NAMESPACE, f"{body.agent}/{ref}")) if body.agent else None
             )
-            if renamed and store.get_event(renamed) is not None:
+            if renamed and readable(renamed):
                 mapped = renamed
-            elif store.get_event(ref) is not None:
+            elif readable(ref):
                 mapped = ref
         return mapped
 
@@ -197,6 +202,8 @@ def import_events(
             event.caused_by = tuple((c, k) for c, k in causes if c is not None)
         if event.scope_id is not None:
             event.scope_id = id_map.get(event.scope_id, event.scope_id)
+        if event.supersedes is not None:  # a renamed event replaces the renamed copy
+            event.supersedes = id_map.get(event.supersedes, event.supersedes)
         prepared.append(event)
     # The fingerprint must cover the resolved parent, so a re-run compares like with like.
     for event in prepared:

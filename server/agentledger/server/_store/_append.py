@@ -74,9 +74,11 @@ def lookup_existing(
     return by_id, by_key
 
 
-def _named_causes(items: Sequence[PreparedEvent]) -> set[str]:
-    """Every event id the items name as a cause (``parent_id`` or ``caused_by``)."""
-    return {c for it in items for c in (it.parent_id, *(c for c, _ in it.caused_by)) if c}
+def _named_ids(items: Sequence[PreparedEvent]) -> tuple[set[str], set[str]]:
+    """Every event id the items name as a cause (``parent_id`` or ``caused_by``), and every
+    id they name in ``supersedes``."""
+    causes = {c for it in items for c in (it.parent_id, *(c for c, _ in it.caused_by)) if c}
+    return causes, {it.supersedes for it in items if it.supersedes}
 
 
 def _stored_agents(conn: Connection, ids: set[str]) -> dict[str, str]:
@@ -90,21 +92,64 @@ def _stored_agents(conn: Connection, ids: set[str]) -> dict[str, str]:
     return found
 
 
+class _Named:
+    """Which agent each id an item names belongs to: stored events (asked once per batch)
+    and the events accepted earlier in the same batch.
+
+    A key bound to one agent may name (as a cause or in ``supersedes``) only events of that
+    agent: any other id, stored under another agent or not stored at all, gets the same
+    refusal, so the answer never tells whether another agent's event exists.
+    """
+
+    def __init__(self, agent_of: dict[str, str], reader_agent: str | None) -> None:
+        self.agent_of = agent_of
+        self.reader_agent = reader_agent
+
+    def accept(self, event_id: str, agent: str) -> None:
+        """An event of this batch was accepted: later items may name it."""
+        self.agent_of[event_id] = agent
+
+    def unreadable(self, field: str, named: str) -> str | None:
+        """The refusal for a bound key naming ``named`` in ``field``, or ``None``."""
+        reader = self.reader_agent
+        if reader is None or self.agent_of.get(named) == reader:
+            return None
+        return f"{field}: no event {named} of agent {reader!r} is stored"
+
+    def supersedes_refusal(self, agent: str, supersedes: str | None) -> str | None:
+        """Why an event of ``agent`` may not supersede ``supersedes``, or ``None``: an event
+        replaces only an event of its own agent."""
+        if supersedes is None:
+            return None
+        unreadable = self.unreadable("supersedes", supersedes)
+        if unreadable is not None:
+            return unreadable
+        owner = self.agent_of.get(supersedes)
+        if owner is not None and owner != agent:
+            return (
+                f"supersedes: event {supersedes} belongs to another agent; an event replaces "
+                "only an event of its own agent"
+            )
+        return None
+
+
 def _cause_refusal(
     event_id: str,
     parent_id: str | None,
     caused_by: Sequence[tuple[str, str | None]],
-    checks: tuple[set[str], set[str], CycleCheck],
+    checks: tuple[set[str], _Named, CycleCheck],
 ) -> str | None:
     """Why this event cannot have these causes (naming the field), or ``None`` when it can."""
-    referenced, unreadable, cycles = checks
+    referenced, named, cycles = checks
     if parent_id == event_id:
         return "parent_id: an event cannot be its own parent"
     if any(cause == event_id for cause, _ in caused_by):
         return "caused_by: an event cannot be its own cause"
     for field, cause in [("parent_id", parent_id), *(("caused_by", c) for c, _ in caused_by)]:
-        if cause is not None and cause in unreadable:
-            return f"{field}: {cause} is an event this key may not read"
+        if cause is not None:
+            refusal = named.unreadable(field, cause)
+            if refusal is not None:
+                return refusal
     if event_id in referenced:
         causes = [c for c, _ in caused_by if c != parent_id]
         if parent_id is not None:
@@ -161,14 +206,16 @@ def append_in(
     # stored edges name: a concurrent writer that commits between the two queries is then seen
     # by one of them. Only a bound key (causes it may not read) or a store with concurrent
     # writers of different agents (a cause not stored yet) needs the answer.
+    # Every ``supersedes`` needs the answer too (an event replaces only its own agent's).
     unstored = False
-    unreadable: set[str] = set()
+    causes, replaced = _named_ids(items)
+    agent_of: dict[str, str] = {}
     if lineage_lock is not None or reader_agent is not None:
-        named = _named_causes(items)
-        agent_of = _stored_agents(conn, named)
-        unstored = bool(named - agent_of.keys() - {it.event_id for it in items if it.event_id})
-        if reader_agent is not None:
-            unreadable = {cause for cause, agent in agent_of.items() if agent != reader_agent}
+        agent_of = _stored_agents(conn, causes | replaced)
+        unstored = bool(causes - agent_of.keys() - {it.event_id for it in items if it.event_id})
+    elif replaced:
+        agent_of = _stored_agents(conn, replaced)
+    named = _Named(agent_of, reader_agent)
     # ids a stored event already names as a cause: only these can close a cycle
     referenced = referenced_ids(conn, new_ids)
     if lineage_lock is not None and (unstored or referenced):
@@ -193,7 +240,7 @@ def append_in(
     rows: list[tuple[Any, ...]] = []
     edge_rows: list[tuple[str, str, str, str]] = []
     pending: dict[str, list[str]] = {}
-    checks = (referenced, unreadable, CycleCheck(conn, pending))
+    checks = (referenced, named, CycleCheck(conn, pending))
     for index, item in enumerate(items):
         parent_id = item.parent_id
         if item.parent_index is not None:
@@ -227,6 +274,7 @@ def append_in(
         if hit is not None:
             fingerprint, stored = hit
             if fingerprint == item.fingerprint:
+                named.accept(str(stored.event_id), item.agent)  # the same body: same agent
                 outcomes.append(
                     AppendOutcome(
                         ok=True,
@@ -254,10 +302,13 @@ def append_in(
             continue
         event_id = item.event_id or str(uuid_utils.uuid7())
         refusal = _cause_refusal(event_id, parent_id, item.caused_by, checks)
+        if refusal is None:
+            refusal = named.supersedes_refusal(item.agent, item.supersedes)
         if refusal is not None:
             outcomes.append(AppendOutcome(ok=False, status=422, error=refusal))
             continue
         edges, caused_by = _edges(event_id, item, parent_id)
+        named.accept(event_id, item.agent)
         pending[event_id] = [edge[1] for edge in edges]
         referenced.update(pending[event_id])
         edge_rows.extend(edges)

@@ -80,6 +80,8 @@ CHAIN_COLS = (
     events.c.record,
     events.c.checksum,
     events.c.chain_hash,
+    events.c.supersedes,
+    events.c.fingerprint,
 )
 
 
@@ -153,6 +155,8 @@ def chain_row(row: Sequence[Any]) -> ChainRow:
         bytes(record) if record is not None else None,
         row[8],
         row[9],
+        row[10],
+        row[11],
     )
 
 

@@ -115,8 +115,11 @@ class LedgerStore(abc.ABC):
             items: prepared events (see :func:`agentledger.server._ingest.prepare`).
             keep_received_at: per item, a ``received_at`` to store instead of the clock
                 (import keeps the original); empty means the clock for all.
-            reader_agent: the agent the writing key is bound to, if any: a cause stored
-                under another agent is refused (422), as the key could not read it.
+            reader_agent: the agent the writing key is bound to, if any: a cause or
+                ``supersedes`` that is not a stored event of that agent (or an earlier item)
+                is refused (422) with the same message whether another agent stores it or
+                nobody does. For any key, ``supersedes`` naming another agent's event is a
+                422.
         """
 
     # -- reads -------------------------------------------------------------------------------

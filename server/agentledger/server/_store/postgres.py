@@ -150,7 +150,7 @@ class PostgresStore(SQLStore):
         try:
             with self.engine.begin() as conn:
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
-                run_migrations(conn)
+                run_migrations(conn, self.hasher)
         except OperationalError as error:
             raise StoreStartupError(self._explain(error)) from None
         except DBAPIError as error:

@@ -18,7 +18,7 @@ from sqlalchemy import ColumnElement, Connection, create_engine, event, func
 from sqlalchemy.engine.url import make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from agentledger.server._chain import ChainRow, ChainRowTuple
+from agentledger.server._chain import ChainHasher, ChainRow, ChainRowTuple
 from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore
 
 __all__ = ["MIGRATIONS_DIR", "SQLiteStore", "sqlite_path"]
@@ -54,11 +54,13 @@ def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
         cursor.close()
 
 
-def run_migrations(connection: Connection) -> None:
-    """Upgrade the schema to the newest revision shipped in the package."""
+def run_migrations(connection: Connection, hasher: ChainHasher | None = None) -> None:
+    """Upgrade the schema to the newest revision shipped in the package. ``hasher`` is the
+    store's chain hasher (a data migration marks old forget tombstones with it)."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.attributes["connection"] = connection
+    config.attributes["chain_hasher"] = hasher
     command.upgrade(config, "head")
 
 
@@ -99,7 +101,7 @@ class SQLiteStore(SQLStore):
             assert driver is not None
             driver.execute("BEGIN IMMEDIATE")
             try:
-                run_migrations(conn)
+                run_migrations(conn, self.hasher)
             except BaseException:
                 driver.execute("ROLLBACK")
                 raise
