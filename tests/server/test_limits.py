@@ -84,6 +84,14 @@ def nesting(ledger: Ledger) -> None:
     accepted(ledger.post(data=nested(64)))
     refused(ledger.post(data=nested(65)), "data")
     refused(ledger.post(metadata=nested(65)), "metadata")
+    # Nested deeper than the standard library's reader goes, with a number long enough to be
+    # read exactly: still the depth limit's 422.
+    deep = b"[" * 1000 + b"12345678901234567890123" + b"]" * 1000
+    raw = b'{"agent": "%s", "event": "e", "data": {"d": %s}}' % (ledger.agent.encode(), deep)
+    response = ledger.http.post(
+        "/v1/events", content=raw, headers={"Content-Type": "application/json"}
+    )
+    refused(response, "data")
 
 
 def integers(ledger: Ledger) -> None:
