@@ -51,6 +51,8 @@ class ServerProcess:
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     log_path: Path | None = None
+    #: a command the server runs under (e.g. ``unshare ... sh -c '...; exec "$@"' --``)
+    wrapper: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -59,6 +61,7 @@ class ServerProcess:
 
     def start(self, timeout_s: float = 30.0) -> None:
         args = [
+            *self.wrapper,
             agentledger_executable(),
             "serve",
             "--db",

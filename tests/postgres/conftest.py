@@ -44,7 +44,7 @@ async def app_client(pg_db: str) -> AsyncIterator[httpx.AsyncClient]:
     try:
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=application),
-            base_url="http://ledger.test",
+            base_url="http://localhost",
             headers={"Authorization": f"Bearer {APP_KEY}"},
         ) as client:
             yield client

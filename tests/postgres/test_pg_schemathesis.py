@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, settings
 
 from _stores import postgres_admin_dsn, postgres_database
 from agentledger.server import Settings, create_app
+from agentledger.server._auth import new_key
 
-KEY = "schemathesis-key"
 _DSN = postgres_admin_dsn()
 if _DSN is None:
     pytest.skip(
@@ -26,7 +26,10 @@ if _DSN is None:
     )
 _DATABASE = contextlib.ExitStack()
 _URL = _DATABASE.enter_context(postgres_database(_DSN))
-app = create_app(Settings(db=_URL, dev_key=KEY, max_body_bytes=256_000))
+app = create_app(Settings(db=_URL, max_body_bytes=256_000))
+# A stored key: the dev key is refused to the test client, which is no loopback address.
+KEY, _record = new_key(name="schemathesis", agent=None, scope="read_write", expires_in_days=None)
+app.state.store.create_key(_record)
 schema = schemathesis.openapi.from_asgi("/openapi.json", app)
 
 

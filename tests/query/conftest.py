@@ -69,7 +69,7 @@ async def query_client(query_db: str) -> AsyncIterator[httpx.AsyncClient]:
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
         async with httpx.AsyncClient(
             transport=transport,
-            base_url="http://ledger.test",
+            base_url="http://localhost",
             headers={"Authorization": f"Bearer {QUERY_KEY}"},
             timeout=30,
         ) as client:

@@ -266,7 +266,7 @@ async def test_forget_deletes_embeddings_too(
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(
             transport=transport,
-            base_url="http://t",
+            base_url="http://localhost",
             headers={"Authorization": f"Bearer {QUERY_KEY}"},
         ) as client:
             gone = await log(client, agent_name, "user_message", {"uid": "e1", "text": "apples"})

@@ -27,7 +27,7 @@ async def semantic_client(
         app.router.lifespan_context(app),
         httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app, raise_app_exceptions=False),
-            base_url="http://ledger.test",
+            base_url="http://localhost",
             headers={"Authorization": f"Bearer {QUERY_KEY}"},
         ) as client,
     ):

@@ -44,7 +44,7 @@ async def app_client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(
         transport=transport,
-        base_url="http://ledger.test",
+        base_url="http://localhost",
         headers={"Authorization": f"Bearer {APP_KEY}"},
     ) as client:
         yield client

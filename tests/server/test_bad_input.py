@@ -51,7 +51,7 @@ def small_app(store_db: str) -> Iterator[FastAPI]:
 async def client(small_app: FastAPI) -> Any:
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=small_app),
-        base_url="http://t",
+        base_url="http://localhost",
         headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"},
     ) as c:
         yield c

@@ -288,7 +288,7 @@ async def test_a_bound_key_cannot_hang_events_under_another_agent(
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(
         transport=transport,
-        base_url="http://ledger.test",
+        base_url="http://localhost",
         headers={"Authorization": f"Bearer {key}"},
     ) as bound:
         refused = await bound.post(

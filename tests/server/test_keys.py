@@ -36,7 +36,7 @@ async def app(db: str) -> AsyncIterator[FastAPI]:
 def client_for(app: FastAPI, key: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app),
-        base_url="http://t",
+        base_url="http://localhost",
         headers={"Authorization": f"Bearer {key}"},
     )
 

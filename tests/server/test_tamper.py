@@ -27,7 +27,7 @@ def make_client(db_path: str, chain_key: str | None = None) -> tuple[Any, httpx.
     app = create_app(Settings(db=db_path, dev_key=KEY, chain_key=chain_key))
     client = httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app),
-        base_url="http://t",
+        base_url="http://localhost",
         headers={"Authorization": f"Bearer {KEY}"},
     )
     return app, client

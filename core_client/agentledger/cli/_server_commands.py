@@ -19,7 +19,10 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
     dev_key: Annotated[
         str | None,
-        typer.Option(envvar="AGENTLEDGER_DEV_KEY", help="Full-access key, loopback only."),
+        typer.Option(
+            envvar="AGENTLEDGER_DEV_KEY",
+            help="Full-access key for requests from this machine to localhost only.",
+        ),
     ] = None,
     chain_key: Annotated[
         str | None,

@@ -16,6 +16,8 @@ __all__ = [
     "MAX_AGENT_CHARS",
     "MAX_CAUSES",
     "MAX_EVENT_TYPE_CHARS",
+    "MAX_SAFE_INTEGER",
+    "MAX_SEQUENCE_NO",
     "MAX_SESSION_CHARS",
     "NO_NUL_PATTERN",
     "WHY_DEPTH_DEFAULT",
@@ -30,6 +32,13 @@ MAX_EVENT_TYPE_CHARS: Final = 255
 MAX_SESSION_CHARS: Final = 255
 #: Strings stored in indexed columns may not hold NUL (PostgreSQL text cannot).
 NO_NUL_PATTERN: Final = r"^[^\x00]*$"
+
+#: Integers inside ``data`` and ``metadata``: within ±(2**53 - 1), the range every JSON reader
+#: and RFC 8785 keep exact (I-JSON); larger ones are refused, to be sent as strings.
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+#: The largest ``sequence_no`` a cursor or ``after_seq`` may name: the column is a 32-bit
+#: ``integer`` on PostgreSQL, and the rule is the same on every store.
+MAX_SEQUENCE_NO: Final = 2**31 - 1
 
 #: Further causes one event may name in ``caused_by`` (besides ``parent_id``).
 MAX_CAUSES: Final = 32

@@ -10,10 +10,10 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
-from sqlalchemy.exc import OperationalError
 from starlette.types import ASGIApp
 
 from agentledger.protocol.errors import LedgerError
+from agentledger.server._db_errors import DATABASE_ERRORS, refusal_response
 from agentledger.server._http import NulGuardMiddleware, RequestIdMiddleware, json_response
 from agentledger.server._routes import catalog, events, health, keys, ledger, query
 from agentledger.server._routes.health import server_version
@@ -25,20 +25,6 @@ from agentledger.server._ui import mount as mount_dashboard
 __all__ = ["StartupRefused", "create_app"]
 
 logger = logging.getLogger("agentledger.server")
-
-
-# PostgreSQL lock_not_available, query_canceled (statement/lock timeout), deadlock_detected.
-_BUSY_SQLSTATES = frozenset({"55P03", "57014", "40P01"})
-
-
-def _database_busy(exc: BaseException) -> bool:
-    """Whether ``exc`` is the database refusing for now (timeouts, locks), not a bug."""
-    if not isinstance(exc, OperationalError):
-        return False
-    orig = exc.orig
-    if getattr(orig, "sqlstate", None) in _BUSY_SQLSTATES:
-        return True
-    return "database is locked" in str(orig)  # SQLite busy timeout
 
 
 class StartupRefused(LedgerError, RuntimeError):
@@ -131,23 +117,19 @@ def create_app(
                 error.pop("input", None)
         return await request_validation_exception_handler(request, exc)
 
-    @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception) -> Response:
         request_id = request.scope.get("state", {}).get("request_id", "")
-        if _database_busy(exc):
-            # A lock or statement timeout: the write did not happen and may be retried, which
-            # our client does on 503 with the same ids (RFC 9110 §15.6.4, Retry-After).
-            logger.warning("database busy (request %s): %s", request_id, exc)
-            response = json_response(
-                {"detail": "database busy, retry later", "request_id": request_id},
-                status_code=503,
-            )
-            response.headers["Retry-After"] = "1"
-            return response
+        refusal = refusal_response(exc, request_id)
+        if refusal is not None:
+            return refusal
         logger.error("agentledger internal error (request %s)", request_id, exc_info=exc)
         return json_response(
             {"detail": "internal server error", "request_id": request_id}, status_code=500
         )
+
+    app.add_exception_handler(Exception, internal_error)
+    for error_class in DATABASE_ERRORS:
+        app.add_exception_handler(error_class, internal_error)
 
     app.include_router(health.router)
     app.include_router(events.router)

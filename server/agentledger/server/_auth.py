@@ -6,7 +6,9 @@
   bits) is returned once by ``POST /v1/keys``.
 * ``read_only`` keys get 403 on every write and delete route. A key bound to an agent may only
   read and write that agent's events and cannot manage keys.
-* The dev key (``--dev-key``) is a full-access principal, honoured only on a loopback bind.
+* The dev key (``--dev-key``) is a full-access principal, honoured only on a loopback bind and
+  only for a request from this machine to a loopback host name (:mod:`._loopback`); anywhere
+  else it is a 403 that says which header gave the request away.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
 from agentledger.server._ingest import now_ts
+from agentledger.server._loopback import dev_key_refusal
 from agentledger.server._store.base import KeyRecord, LedgerStore
 
 __all__ = [
@@ -105,6 +108,13 @@ async def _principal(
     state = request.app.state
     dev_key: str | None = state.dev_key
     if dev_key is not None and hmac.compare_digest(raw.encode(), dev_key.encode()):
+        refusal = dev_key_refusal(request)
+        if refusal is not None:
+            raise HTTPException(
+                403,
+                f"dev key refused: {refusal}; the dev key is honoured only for requests from "
+                "this machine to a loopback host name (use an API key from elsewhere)",
+            )
         return Principal(key_id="dev", scope="read_write", agent=None)
     store: LedgerStore = state.store
     record = await run_in_threadpool(store.key_by_hash, hash_key(raw))

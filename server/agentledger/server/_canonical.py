@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import rfc8785
 
+from agentledger.protocol import limits
 from agentledger.protocol.errors import LedgerError
 
 __all__ = [
@@ -26,7 +27,7 @@ __all__ = [
 ]
 
 #: RFC 8785 section 3.2.2.3 / I-JSON: integers beyond ±(2**53 - 1) cannot round-trip.
-MAX_SAFE_INTEGER = 2**53 - 1
+MAX_SAFE_INTEGER = limits.MAX_SAFE_INTEGER
 
 
 class InputLimitError(LedgerError, ValueError):

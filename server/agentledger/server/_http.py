@@ -3,7 +3,10 @@
 * :class:`StrictJSONRoute` parses request bodies with orjson, which follows RFC 8259 strictly:
   ``NaN``/``Infinity``, lone surrogates, invalid UTF-8 and nesting deeper than 1024 are
   rejected. ``orjson.JSONDecodeError`` subclasses ``json.JSONDecodeError``, so FastAPI answers
-  them with its usual 422 ``json_invalid`` detail, never a 500.
+  them with its usual 422 ``json_invalid`` detail, never a 500. orjson reads an integer beyond
+  the 64-bit range as a float; a body that may hold one (a run of 19 or more digits as a
+  number) is read again by the standard library, which keeps integers exact, so the limit on
+  integers (``_canonical``) sees and refuses them instead of storing a float.
 * :func:`json_response` serializes with orjson (no response-model re-validation on hot routes).
 * :class:`RequestIdMiddleware` puts ``X-Request-ID`` on every response (the caller's, if it
   sent a sane one, else a fresh UUID4 hex).
@@ -13,6 +16,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 import uuid
 from collections.abc import Callable, Coroutine
@@ -24,15 +29,35 @@ from fastapi import Request, Response
 from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["NulGuardMiddleware", "RequestIdMiddleware", "StrictJSONRoute", "json_response"]
+__all__ = [
+    "NulGuardMiddleware",
+    "RequestIdMiddleware",
+    "StrictJSONRoute",
+    "json_response",
+    "parse_body",
+]
 
 _SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+# A number of 19 digits or more: maybe beyond 64 bits, where orjson gives a float. Also matches
+# such digits inside a string now and then, which only costs the slower exact reading.
+_LONG_NUMBER = re.compile(rb"[\[:,]\s*-?\d{19}")
+
+
+def parse_body(body: bytes) -> Any:
+    """Strict JSON (orjson) with every integer exact, however long (see module docstring)."""
+    value = orjson.loads(body)
+    if _LONG_NUMBER.search(body):
+        # Valid strict JSON already: only the integers differ. Nested too deep for the standard
+        # library, it is far beyond the depth limit, which refuses it anyway.
+        with contextlib.suppress(RecursionError):
+            value = json.loads(body)
+    return value
 
 
 class _StrictJSONRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            self._json = orjson.loads(await self.body())
+            self._json = parse_body(await self.body())
         return self._json
 
 

@@ -128,7 +128,8 @@ class Settings:
             ``sqlite:///`` / ``postgresql://`` URL.
         host: the address uvicorn binds; decides whether the dev key is honoured.
         port: TCP port.
-        dev_key: a full-access key accepted only while ``host`` is loopback (wire contract).
+        dev_key: a full-access key accepted only while ``host`` is loopback, and then only for
+            local requests (``_loopback``; wire contract, "General").
         chain_key: when set, chain links are HMAC-SHA256 with this key instead of SHA-256.
         redact_patterns: optional redaction patterns applied at write time, before the checksum
             (names from ``agentledger.protocol.redaction.PATTERN_NAMES``).

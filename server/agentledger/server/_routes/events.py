@@ -177,14 +177,20 @@ def _parse_cursor(cursor: str) -> tuple[str, int]:
     try:
         if not sep:
             raise ValueError("no '|'")
-        return parse_ts(ts), int(seq)
+        number = int(seq)
+        if not 0 <= number <= limits.MAX_SEQUENCE_NO:
+            raise ValueError("sequence_no out of range")
+        return parse_ts(ts), number
     except ValueError:
         raise HTTPException(
             422,
             [
                 {
                     "loc": ["query", "cursor"],
-                    "msg": "cursor must be '<timestamp>|<sequence_no>' of the last row seen",
+                    "msg": (
+                        "cursor must be '<timestamp>|<sequence_no>' of the last row seen "
+                        f"(sequence_no 0 to {limits.MAX_SEQUENCE_NO})"
+                    ),
                     "type": "value_error",
                 }
             ],

@@ -11,7 +11,7 @@ import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
 from fastapi.responses import StreamingResponse
 
-from agentledger.protocol.limits import MAX_AGENT_CHARS
+from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_SEQUENCE_NO
 from agentledger.server._auth import ReadPrincipal, WritePrincipal
 from agentledger.server._chain import ChainReport, verify_rows
 from agentledger.server._http import StrictJSONRoute, json_response
@@ -54,12 +54,13 @@ def verify_chain(
     principal.check_agent(agent)
     start: int | None = None
     if after_seq:
+        message = f"after_seq must be an integer from 0 to {MAX_SEQUENCE_NO}"
         try:
             start = int(after_seq)
         except ValueError:
-            raise _query_error("after_seq", "after_seq must be a non-negative integer") from None
-        if start < 0:
-            raise _query_error("after_seq", "after_seq must be a non-negative integer")
+            raise _query_error("after_seq", message) from None
+        if not 0 <= start <= MAX_SEQUENCE_NO:
+            raise _query_error("after_seq", message)
     anchor = anchor or None
     if anchor is not None and not _HEX64.match(anchor):
         raise _query_error("anchor", "anchor must be a chain_hash (64 lowercase hex digits)")

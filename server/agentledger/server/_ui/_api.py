@@ -14,9 +14,10 @@ from urllib.parse import quote
 
 import httpx
 import orjson
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 
 from agentledger.protocol.errors import LedgerError
+from agentledger.server._loopback import ORIGIN_HEADERS
 
 __all__ = ["ApiError", "LedgerAPI"]
 
@@ -60,19 +61,26 @@ class LedgerAPI:
         app: the FastAPI app serving the dashboard (``request.app``).
         key: the raw API key of the viewer (a stored key or the loopback dev key); sent as
             ``Authorization: Bearer`` so the API applies its own scope and agent checks.
+        origin: the page request; its client address and the headers that tell where it
+            came from (``Host``, ``Origin``, proxy headers) are carried over, so the API
+            honours the dev key for exactly the page requests it would honour it for.
         request_id: forwarded as ``X-Request-ID`` so API log lines match the page request.
 
     Use as an async context manager. Methods return the decoded JSON body and raise
     :class:`ApiError` for any status >= 400.
     """
 
-    def __init__(self, app: FastAPI, key: str, *, request_id: str | None = None) -> None:
+    def __init__(
+        self, app: FastAPI, key: str, *, origin: Request, request_id: str | None = None
+    ) -> None:
         self._app = app
-        headers = {"Authorization": f"Bearer {key}"}
+        headers = {name: origin.headers[name] for name in ORIGIN_HEADERS if name in origin.headers}
+        headers["Authorization"] = f"Bearer {key}"
         if request_id:
             headers["X-Request-ID"] = request_id
+        peer = (origin.client.host, origin.client.port) if origin.client else ("", 0)
         self._http = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app),
+            transport=httpx.ASGITransport(app=app, client=peer),
             base_url="http://agentledger.internal",
             headers=headers,
         )

@@ -100,7 +100,7 @@ async def build_page(
     if viewer.key is None:
         return _login_redirect(request)
     request_id = request.scope.get("state", {}).get("request_id")
-    async with LedgerAPI(request.app, viewer.key, request_id=request_id) as api:
+    async with LedgerAPI(request.app, viewer.key, origin=request, request_id=request_id) as api:
         try:
             return await build(api, viewer)
         except ApiError as error:
@@ -380,7 +380,7 @@ async def login(request: Request) -> Response:
     elif not key:
         error = "enter an API key"
     else:
-        async with LedgerAPI(request.app, key) as api:
+        async with LedgerAPI(request.app, key, origin=request) as api:
             try:
                 await api.agents()
             except ApiError as failure:

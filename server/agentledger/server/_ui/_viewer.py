@@ -1,6 +1,6 @@
 """Who is looking at the dashboard, and with which key: a bearer header, the login cookie, or
-the dev key (loopback bind, loopback host and loopback client only). The key is checked by the
-API the pages call, never here.
+the dev key (a loopback bind, and a local request as ``_loopback`` decides). The key is
+checked by the API the pages call, never here.
 
 Design: ``docs/design/server-dashboard.md`` ("Who is looking").
 """
@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from fastapi import Request
 
-from agentledger.server._settings import is_loopback
+from agentledger.server._loopback import dev_key_refusal
 
 __all__ = ["COOKIE", "Viewer", "safe_next", "viewer_for"]
 
@@ -46,12 +46,6 @@ def _bearer(request: Request) -> str | None:
     return None
 
 
-def _loopback_request(request: Request) -> bool:
-    host = request.url.hostname or ""
-    client = request.client.host if request.client else ""
-    return is_loopback(host) and is_loopback(client)
-
-
 def viewer_for(request: Request) -> Viewer:
     """The key of a page request (see the module docstring for the order)."""
     bearer = _bearer(request)
@@ -61,7 +55,7 @@ def viewer_for(request: Request) -> Viewer:
     if cookie:
         return Viewer(cookie, "cookie")
     dev_key: str | None = request.app.state.dev_key
-    if dev_key and _loopback_request(request):
+    if dev_key and dev_key_refusal(request) is None:
         return Viewer(dev_key, "dev")
     return Viewer(None, "none")
 
