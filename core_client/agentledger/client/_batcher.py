@@ -411,22 +411,9 @@ class BatchSender:
         if taken:
             return True  # close() spilled both batches already; a late success is a duplicate
         if nxt:
-            self._return_unsent(nxt, upcoming)
+            self._disk.return_unsent(nxt, upcoming)
         self._apply_memory(items, lines, answer)
         return len(answer.kept) < len(lines)
-
-    def _return_unsent(self, items: list[Item], lines: Future[list[bytes]] | None) -> None:
-        """A batch taken ahead but not sent: it goes back before everything newer. When
-        newer events moved to the spill meanwhile, it goes to the spill's head (the batch
-        just sent, if kept, is put before it afterwards), else to the queue's head."""
-        with self._order:
-            spill = self._spill
-            if spill is not None and spill.has_own_backlog():
-                ready = lines.result() if lines is not None else self._disk.lines(items)
-                if self._disk.spill_lines(ready, sync=True, first=True, drop=False):
-                    return
-            with self._lock:
-                self._queue.push_front(items)
 
     def _prepare(self, items: list[Item]) -> Future[list[bytes]] | None:
         """Serialise the next batch on a helper thread while this one is at the server (the

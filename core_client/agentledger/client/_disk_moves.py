@@ -5,6 +5,7 @@ parked for another key, and what is left at close (docs/design/client-sender.md)
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future
 
 from agentledger.client._guard import capture_internal_exceptions, logger
 from agentledger.client._queue import EventQueue
@@ -161,3 +162,16 @@ class DiskMoves:
             "agentledger: %d event(s) refused for this key could not be kept (no spill room)",
             len(items),
         )
+
+    def return_unsent(self, items: list[Item], lines: Future[list[bytes]] | None) -> None:
+        """A batch taken ahead but not sent: it goes back before everything newer. When
+        newer events moved to the spill meanwhile, it goes to the spill's head (the batch
+        just sent, if kept, is put before it afterwards), else to the queue's head."""
+        with self._order:
+            spill = self._spill
+            if spill is not None and spill.has_own_backlog():
+                ready = lines.result() if lines is not None else self.lines(items)
+                if self.spill_lines(ready, sync=True, first=True, drop=False):
+                    return
+            with self._lock:
+                self._queue.push_front(items)
