@@ -12,6 +12,7 @@ import re
 import time
 from typing import Any
 
+import httpx
 import pytest
 
 from ._seed import XSS_TEXT, Seeded, seed_long_session
@@ -123,13 +124,27 @@ def test_event_data_with_markup_shows_as_text_and_runs_nothing(
 
 
 def test_a_remote_host_asks_for_a_key_once(page: Any, ledger_server: Any, seeded: Seeded) -> None:
+    """A host name that is not loopback gets the login page; the dev key is refused there
+    (it is honoured only for a loopback asker), a stored key opens the dashboard."""
+    created = httpx.post(
+        f"{ledger_server.url}/v1/keys",
+        json={"name": f"ui-{seeded.agent}", "scope": "read_only"},
+        headers=ledger_server.headers(),
+        timeout=10,
+    )
+    assert created.status_code == 201, created.text
+    stored_key = created.json()["key"]
     base = f"http://{REMOTE_HOST}:{ledger_server.port}"
     page.goto(f"{base}/ui/sessions/{seeded.session_id}")
     page.wait_for_url(re.compile(r"/ui/login\?next="))
     page.fill("#key", "al_not-a-key")
     page.click("button[type=submit]")
     assert "unknown or revoked" in page.inner_text("#login-error")
-    page.fill("#key", ledger_server.api_key)
+    page.fill("#key", ledger_server.api_key)  # the dev key, from a non-loopback host name
+    page.click("button[type=submit]")
+    page.wait_for_selector("#login-error")
+    assert "/ui/login" in page.url
+    page.fill("#key", stored_key)
     shot(page, "07-login")
     page.click("button[type=submit]")
     page.wait_for_url(re.compile(f"/ui/sessions/{seeded.session_id}"))

@@ -453,16 +453,16 @@ class BatchSender:
 
     def _apply_spilled(self, segment: Segment, lines: list[bytes], answer: Answer) -> None:
         assert self._spill is not None
-        failed, dead = self._problems.refused(lines, answer)
-        keep = [lines[i] for i in answer.kept]
+        parked = False
         if answer.held:
-            held = [lines[i] for i in answer.held]
-            if self._spill.hold(held):
-                own = len(held) if segment.own else 0
-                self._tally.held_back(own=own, adopted=len(held) - own)
-            else:
-                keep = sorted(keep + held)  # no room to park them: they stay in the segment
-        self._spill.delivered(segment, len(lines), keep)
+            parked = self._spill.hold([lines[i] for i in answer.held])
+        kept = sorted(answer.kept + ([] if parked else answer.held))  # unparked: stay put
+        if not self._spill.delivered(segment, len(lines), [lines[i] for i in kept]):
+            return  # close() released the segment meanwhile: the next process answers for it
+        if parked:
+            own = len(answer.held) if segment.own else 0
+            self._tally.held_back(own=own, adopted=len(answer.held) - own)
+        failed, dead = self._problems.refused(lines, answer)
         self._tally.outcome(
             stored=answer.stored,
             duplicates=answer.duplicates,

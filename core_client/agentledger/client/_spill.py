@@ -364,21 +364,27 @@ class SpillStore:
                 self._finish_locked(segment)
             return None
 
-    def delivered(self, segment: Segment, count: int, keep: list[bytes] | None = None) -> None:
+    def delivered(self, segment: Segment, count: int, keep: list[bytes] | None = None) -> bool:
         """Record that the server answered for ``count`` lines of ``segment`` from its
         offset; ``keep``: lines among them to send again (they stay at the segment's head;
-        the file is not rewritten, a later resend of the others is a harmless duplicate)."""
+        at close the file is rewritten with what is left).
+
+        Returns:
+            ``False`` when close() released the segment meanwhile: the file still holds
+            these lines and the next process answers for them (the caller counts nothing).
+        """
         with self._lock:
             if segment not in self._ready or segment.lines is None:
-                return  # released by close() meanwhile; the next process resends it
+                return False
             if keep:
                 start = segment.offset
                 segment.lines[start : start + count] = keep
                 segment.edited = True
-                return
+                return True
             segment.offset += count
             if segment.offset >= len(segment.lines):
                 self._finish_locked(segment)
+            return True
 
     def _finish_locked(self, segment: Segment) -> None:
         if segment in self._ready:
