@@ -177,7 +177,7 @@ class SpillStore:
         """
         if not lines:
             return True
-        payload = b"\n".join(lines) + b"\n"
+        payload = _payload(lines)
         with self._lock:
             if not self._room_locked(len(payload)):
                 return False
@@ -209,10 +209,8 @@ class SpillStore:
             if used > room:
                 break
             count += 1
-        if count == len(lines) or count == 0:
-            count = len(lines) if self.append(lines, sync=sync) else 0
-            return count
-        return count if self.append(lines[:count], sync=sync) else 0
+        head = lines if count in (0, len(lines)) else lines[:count]  # none fit: append refuses
+        return len(head) if self.append(head, sync=sync) else 0
 
     def prepend(self, lines: list[bytes]) -> bool:
         """Write lines *before* everything this process spilled (a batch that was in flight
@@ -221,7 +219,7 @@ class SpillStore:
         Returns and raises like :meth:`append`."""
         if not lines:
             return True
-        payload = b"\n".join(lines) + b"\n"
+        payload = _payload(lines)
         with self._lock:
             if not self._room_locked(len(payload)):
                 return False
@@ -230,13 +228,10 @@ class SpillStore:
                 keys.append(_segment_key(self._active.path))
             path, lock, fd = self._new_segment(min(keys) - 1 if keys else time.time_ns())
             try:
-                _write_whole(fd, payload, 0)
-                os.fsync(fd)
+                _fill_new_file(fd, payload)
             except OSError:
-                os.close(fd)
                 self._drop_file_locked(path, lock)
                 raise
-            os.close(fd)
             self._bytes += len(payload)
             segment = Segment(path=path, lock=lock, own=True, lines=list(lines), size=len(payload))
             self._ready.append(segment)
@@ -249,7 +244,7 @@ class SpillStore:
         process with another key adopts them. Returns and raises like :meth:`append`."""
         if not lines:
             return True
-        payload = b"\n".join(lines) + b"\n"
+        payload = _payload(lines)
         with self._lock:
             if not self._room_locked(len(payload)):
                 return False
@@ -259,14 +254,11 @@ class SpillStore:
             self._claimed.add(path)  # never adopted back by this process
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
-                _write_whole(fd, payload, 0)
-                os.fsync(fd)
+                _fill_new_file(fd, payload)
             except OSError:
-                os.close(fd)
                 with contextlib.suppress(OSError):
                     path.unlink()
                 raise
-            os.close(fd)
             self._bytes += len(payload)
         return True
 
@@ -437,6 +429,21 @@ class SpillStore:
         self._ready = []
         self._claimed = set()
         self._measured = False
+
+
+def _payload(lines: list[bytes]) -> bytes:
+    """The bytes of ``lines`` as written to a spill file: one per line, newline-terminated."""
+    return b"\n".join(lines) + b"\n"
+
+
+def _fill_new_file(fd: int, payload: bytes) -> None:
+    """Write ``payload`` whole to a just-created file and fsync it; ``fd`` is closed either
+    way. Raises ``OSError`` (the caller removes the file)."""
+    try:
+        _write_whole(fd, payload, 0)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _write_whole(fd: int, payload: bytes, size_before: int) -> None:
