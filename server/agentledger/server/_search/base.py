@@ -78,3 +78,10 @@ class SearchBackend:
 
     def erase_finish(self) -> None:
         """Called after a forget committed."""
+
+    def reindex_prepare(self, conn: Connection, ids: Sequence[int]) -> None:
+        """Called in the forget transaction before the records of ``ids`` are rewritten (their
+        ``data`` text changes): take the old text out of the index."""
+
+    def reindex_finish(self, conn: Connection, ids: Sequence[int]) -> None:
+        """Called after the records of ``ids`` were rewritten: index the new text."""

@@ -39,6 +39,7 @@ _SEARCH: ColumnElement[Any] = literal_column("events.search")
 _CLEAR_SEARCH = text(
     "UPDATE events SET search = NULL WHERE id = ANY(CAST(:ids AS bigint[])) AND search IS NOT NULL"
 )
+_SET_SEARCH = text("UPDATE events SET search = CAST(:vector AS tsvector) WHERE id = :row_id")
 _SIMPLE: ColumnElement[Any] = literal_column("'simple'::regconfig")
 
 
@@ -160,6 +161,20 @@ class PostgresSearch(SearchBackend):
             chunk = list(ids[start : start + 500])
             cleared += conn.execute(_CLEAR_SEARCH, {"ids": chunk}).rowcount
         return cleared
+
+    def reindex_finish(self, conn: Connection, ids: Sequence[int]) -> None:
+        if not ids:
+            return
+        rows = conn.execute(
+            select(events.c.id, events.c.event, events.c.record).where(events.c.id.in_(list(ids)))
+        ).all()
+        conn.execute(
+            _SET_SEARCH,
+            [
+                {"row_id": row_id, "vector": search_vector(event, record)}
+                for row_id, event, record in rows
+            ],
+        )
 
     def erase_finish(self) -> None:
         try:

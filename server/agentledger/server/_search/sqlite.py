@@ -162,6 +162,24 @@ class SQLiteSearch(SearchBackend):
             conn.exec_driver_sql("INSERT INTO events_fts(events_fts) VALUES ('optimize')")
         return indexed
 
+    def _reindex(self, conn: Connection, ids: Sequence[int], delete: bool) -> None:
+        mark = self._indexed_through(conn)
+        indexed = [i for i in ids if i <= mark]
+        head = "INSERT INTO events_fts(events_fts, rowid, body) SELECT 'delete', e.id, "
+        if not delete:
+            head = "INSERT INTO events_fts(rowid, body) SELECT e.id, "
+        for start in range(0, len(indexed), 500):
+            chunk = ",".join(str(int(i)) for i in indexed[start : start + 500])
+            conn.exec_driver_sql(
+                f"{head}{TEXT_OF.format(row='e')} FROM events AS e WHERE e.id IN ({chunk})"
+            )
+
+    def reindex_prepare(self, conn: Connection, ids: Sequence[int]) -> None:
+        self._reindex(conn, ids, delete=True)
+
+    def reindex_finish(self, conn: Connection, ids: Sequence[int]) -> None:
+        self._reindex(conn, ids, delete=False)
+
     def erase_finish(self) -> None:
         try:
             with self.engine.connect() as conn:
