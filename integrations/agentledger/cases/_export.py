@@ -8,13 +8,13 @@ session becomes a pseudonymised case; the steps and ``subject_ref`` are describe
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentledger.cases._forget import subject_ref_of
 from agentledger.cases._lineage import Step, source_lineage
 from agentledger.cases._model import (
     Case,
@@ -89,7 +89,7 @@ def _subject_ref(agent: str, session: str, events: Sequence[Event]) -> str:
         else:
             continue
         break
-    return "sha256:" + hashlib.sha256(subject.encode()).hexdigest()
+    return subject_ref_of(subject)
 
 
 def _captured_with(events: Sequence[Event]) -> dict[str, Any]:

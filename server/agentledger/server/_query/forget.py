@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from agentledger.protocol.subjects import names_value
 from agentledger.server._canonical import canonical_reference
 
 __all__ = ["SEARCHED", "ForgetMatcher", "prefilters", "session_names", "value_text"]
@@ -112,17 +113,7 @@ class ForgetMatcher:
 
 def session_names(session_id: str, value: str) -> bool:
     """Whether ``session_id`` contains ``value`` as a whole token (see the module's rule)."""
-    if not value:
-        return False
-    start = session_id.find(value)
-    while start != -1:
-        end = start + len(value)
-        before = session_id[start - 1] if start else ""
-        after = session_id[end] if end < len(session_id) else ""
-        if not before.isalnum() and not after.isalnum():
-            return True
-        start = session_id.find(value, start + 1)
-    return False
+    return names_value(session_id, value)
 
 
 def prefilters(filter_key: str, filter_value: str) -> tuple[bytes, tuple[bytes, ...]]:
