@@ -107,7 +107,7 @@ class SQLiteSearch(SearchBackend):
         try:
             return run(fts5_match(list(words)))
         except OperationalError as error:
-            # A word the tokenizer splits in two is a phrase, which ``detail=none`` refuses
+            # A word the tokenizer splits in two is a phrase; should FTS5 refuse it
             # (letters newer than the tokenizer's Unicode tables); search ASCII pieces instead.
             ascii_words = [w for word in words for w in _ASCII_WORD.findall(word)]
             logger.info("FTS5 refused %r (%s); searching %r", words, error, ascii_words)
