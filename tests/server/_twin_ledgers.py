@@ -149,6 +149,8 @@ async def twins(db_with_b: str, db_without_b: str) -> AsyncIterator[Twins]:
             assert written.status_code == 200, written.text
             assert all(r["ok"] for r in written.json()["results"]), written.text
             ledgers.append(ledger)
+        stored = await ledgers[0].clients["admin"].get(f"/v1/events/{n['b0']}")
+        n["b0_hash"] = stored.json()["chain_hash"]  # a chain anchor of B's
         yield Twins(ledgers[0], ledgers[1], n)
 
 

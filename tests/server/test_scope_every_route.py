@@ -129,7 +129,13 @@ ROUTES: dict[str, Row] = {
         [P("/v1/events?agent={B}"), P("/v1/events?agent={A}&session_id=s-shared")],
     ),
     "GET /v1/events/chain": Row(
-        READ, P("/v1/events/chain?agent={A}"), [P("/v1/events/chain?agent={B}")]
+        READ,
+        P("/v1/events/chain?agent={A}"),
+        [
+            P("/v1/events/chain?agent={B}"),
+            P("/v1/events/chain?agent={B}&after_seq=1&anchor={b0_hash}"),
+            P("/v1/events/chain?agent={A}&anchor={b0_hash}"),
+        ],
     ),
     "GET /v1/events/export": Row(
         READ, P("/v1/events/export?agent={A}"), [P("/v1/events/export?agent={B}")]
