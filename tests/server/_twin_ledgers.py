@@ -43,7 +43,7 @@ WRONG_KEY = "al_not-a-stored-key-0000000000000000000000000"
 
 def ids() -> dict[str, str]:
     """Fresh event ids for one test (the same in both ledgers), plus names probes use."""
-    names = ["a0", "a1", "a2", "a3", "b0", "b1", "b2", "b3"] + [f"n{i}" for i in range(24)]
+    names = ["a0", "a1", "a2", "a3", "a4", "b0", "b1", "b2", "b3"] + [f"n{i}" for i in range(24)]
     found = {name: str(uuid.uuid4()) for name in names}
     found |= {"A": A, "B": B, "GHOST": GHOST, "SECRET": SECRET, "T_END": f"{T0[:10]}T23:00:00Z"}
     return found
@@ -54,22 +54,30 @@ def _ts(minute: int) -> str:
 
 
 def a_events(n: dict[str, str]) -> list[dict[str, Any]]:
-    """A's events: a0 -> a1, a2 names B's b0 as a cause, a3 sets state."""
+    """A's events: a0 -> a1, a2 names B's b0 as a cause, a3 sets state; a4 (written after B's
+    events in the ledger that has them) shares a word with many of B's."""
     return [
         _event(n["a0"], A, 0, "s-shared", {"topic": "alpha apples"}),
         _event(n["a1"], A, 1, "s-a", {"topic": "alpha pears"}, parent_id=n["a0"]),
         _event(n["a2"], A, 4, "s-shared", {"note": "alpha cites"}, caused_by=[n["b0"]]),
         _event(n["a3"], A, 5, "s-a", {"key": "mood", "value": "calm"}, event="state_set"),
+        _event(n["a4"], A, 8, "s-a", {"topic": "apples kiwi"}),
     ]
 
 
 def b_events(n: dict[str, str]) -> list[dict[str, Any]]:
-    """B's events: b0 in A's session, b1 an effect of A's a0, b2 sets state, b3 supersedes b0."""
+    """B's events: b0 in A's session, b1 an effect of A's a0, b2 sets state, b3 supersedes b0,
+    then enough events matching A's words to fill a search's first candidate pool."""
+    bulk = [
+        _event(str(uuid.uuid4()), B, 10 + i % 40, "s-b-bulk", {"topic": f"alpha apples {i}"})
+        for i in range(60)
+    ]
     return [
         _event(n["b0"], B, 2, "s-shared", {"topic": "alpha apples", "word": SECRET}),
         _event(n["b1"], B, 3, "s-b", {"word": SECRET}, parent_id=n["a0"]),
         _event(n["b2"], B, 6, "s-b", {"key": "mood", "value": SECRET}, event="state_set"),
         _event(n["b3"], B, 7, "s-b", {"topic": "alpha plums"}, supersedes=n["b0"]),
+        *bulk,
     ]
 
 
@@ -144,7 +152,8 @@ async def twins(db_with_b: str, db_without_b: str) -> AsyncIterator[Twins]:
                 ledger.clients[name] = await stack.enter_async_context(_client(app, raw))
             items = a_events(n)
             if has_b:  # interleaved: B's writes happen between A's
-                items = items[:2] + b_events(n)[:2] + items[2:] + b_events(n)[2:]
+                theirs = b_events(n)
+                items = items[:2] + theirs[:2] + items[2:-1] + theirs[2:] + items[-1:]
             written = await ledger.clients["admin"].post("/v1/events/batch", json={"events": items})
             assert written.status_code == 200, written.text
             assert all(r["ok"] for r in written.json()["results"]), written.text

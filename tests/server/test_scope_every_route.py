@@ -180,6 +180,9 @@ ROUTES: dict[str, Row] = {
         [
             P("/v1/search", {"query": "{SECRET}"}),
             P("/v1/search", {"query": "alpha apples plums", "limit": 50}),
+            P("/v1/search", {"query": "apples", "limit": 1}),
+            P("/v1/search", {"query": "alpha", "limit": 2, "agent": "{A}"}),
+            P("/v1/search", {"query": "apples", "limit": 2, "agent": "{A}"}),
             P("/v1/search", {"query": "alpha", "agent": "{B}"}),
             P("/v1/search", {"query": "alpha", "session_id": "s-shared"}),
             P("/v1/search", {"query": "alpha", "include_superseded": True, "mode": "keyword"}),
