@@ -193,7 +193,7 @@ def route_table(app: FastAPI) -> set[str]:
     """Every ``"METHOD /path"`` the app serves (``"MOUNT /path"`` for a mounted app), with
     included routers flattened whichever way this FastAPI version stores them."""
     found: set[str] = set()
-    for route, path in _walk(app.routes, ""):
+    for route, path in _walk(app.routes):
         methods = getattr(route, "methods", None)
         if methods is None:
             found.add(f"MOUNT {path}")
@@ -201,13 +201,13 @@ def route_table(app: FastAPI) -> set[str]:
     return found
 
 
-def _walk(routes: Any, prefix: str) -> Iterator[tuple[Any, str]]:
+def _walk(routes: Any) -> Iterator[tuple[Any, str]]:
     for route in routes:
         contexts = getattr(route, "effective_route_contexts", None)
-        if contexts is not None:  # FastAPI >= 0.13x keeps included routers as one node
-            for context in contexts():
+        if contexts is not None:  # newer FastAPI keeps an included router as one node
+            for context in contexts():  # nested routers flattened, prefixes applied
                 yield context.original_route, context.path
-        elif hasattr(route, "path"):
-            yield route, prefix + route.path
+        elif hasattr(route, "path"):  # a route (its prefix applied) or a mounted app
+            yield route, route.path
         else:  # pragma: no cover - a route kind this helper does not know
             raise AssertionError(f"unknown route kind {type(route).__name__}: add it here")

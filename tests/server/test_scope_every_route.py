@@ -63,6 +63,9 @@ def item(name: str, agent: str = "{A}", **more: Any) -> dict[str, Any]:
 
 
 EV = "/v1/events/{event_id}"
+#: One row per ``"METHOD /path"`` the app serves. A new route: pick its kind, an ``own``
+#: request a key of agent A may make, and probes that name B's agent, ids, sessions or words
+#: (``{B}``, ``{b0}``, ``s-b``, ``{SECRET}``...) or whose answer B's events could change.
 ROUTES: dict[str, Row] = {
     # -- public: no key needed, nothing of any agent in the answer
     "GET /health": Row(PUBLIC, P("/health")),
