@@ -133,15 +133,20 @@ def _client(app: FastAPI, raw: str | None) -> httpx.AsyncClient:
 
 
 @asynccontextmanager
-async def twins(db_with_b: str, db_without_b: str) -> AsyncIterator[Twins]:
+async def twins(
+    db_with_b: str, db_without_b: str, *, lifespan: bool = False, **settings: Any
+) -> AsyncIterator[Twins]:
     """Both ledgers filled, with clients for every key of :data:`KEYS`, ``"wrong"`` and
-    ``"none"``."""
+    ``"none"``. ``settings`` go to both apps; ``lifespan`` runs the apps' lifespans (the
+    background indexer and embedder) while the twins are in use."""
     n = ids()
     async with AsyncExitStack() as stack:
         ledgers = []
         for db, has_b in ((db_with_b, True), (db_without_b, False)):
-            app = create_app(Settings(db=db))
+            app = create_app(Settings(db=db, **settings))
             stack.callback(app.state.store.close)
+            if lifespan:
+                await stack.enter_async_context(app.router.lifespan_context(app))
             for name, (raw, agent, scope) in KEYS.items():
                 app.state.store.create_key(_record(name, raw, agent, scope))
             if has_b:
