@@ -217,16 +217,20 @@ def search(body: SearchIn, principal: ReadPrincipal, request: Request) -> Respon
 
 @router.get("/search/status")
 def search_status(principal: ReadPrincipal, request: Request) -> Response:
-    """Indexing progress: events not yet in the full-text index or not yet embedded."""
+    """Indexing progress: events not yet in the full-text index or not yet embedded (for a
+    key bound to an agent, that agent's events only)."""
     services = _services(request)
     embedder = services.embedder
+    scope = (principal.agent,) if principal.agent is not None else None
     return json_response(
         {
-            "keyword_index": {"pending": services.store.index_pending()},
+            "keyword_index": {"pending": services.store.index_pending(scope)},
             "embeddings": {
                 "configured": embedder is not None,
                 "model": embedder.model if embedder else None,
-                "pending": services.store.embeddings_pending(embedder.model) if embedder else None,
+                "pending": (
+                    services.store.embeddings_pending(embedder.model, scope) if embedder else None
+                ),
             },
         }
     )

@@ -59,8 +59,8 @@ class SearchBackend:
         transaction; returns rows indexed (an index the database maintains needs none)."""
         return 0
 
-    def index_pending(self, conn: Connection) -> int:
-        """Rows written but not indexed yet."""
+    def index_pending(self, conn: Connection, agents: Sequence[str] | None = None) -> int:
+        """Rows written but not indexed yet (of ``agents`` only, when given)."""
         return 0
 
     def record_contains(self, needle: bytes) -> ColumnElement[bool] | None:

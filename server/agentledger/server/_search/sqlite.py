@@ -141,13 +141,12 @@ class SQLiteSearch(SearchBackend):
         )
         return upto - mark
 
-    def index_pending(self, conn: Connection) -> int:
+    def index_pending(self, conn: Connection, agents: Sequence[str] | None = None) -> int:
         mark = self._indexed_through(conn)
-        return int(
-            conn.execute(
-                select(func.count()).select_from(events).where(events.c.id > mark)
-            ).scalar_one()
-        )
+        query = select(func.count()).select_from(events).where(events.c.id > mark)
+        if agents is not None:
+            query = query.where(events.c.agent.in_(agents))
+        return int(conn.execute(query).scalar_one())
 
     def record_contains(self, needle: bytes) -> ColumnElement[bool] | None:
         return func.instr(events.c.record, literal(needle, LargeBinary)) > 0
