@@ -130,3 +130,59 @@ def test_forget_mistakes_are_exit_2_with_a_message(tmp_path: Path) -> None:
     (tmp_path / "bad" / "x.json").write_text("{")
     bad = cli("cases", "forget", tmp_path / "bad", "--subject", "u-1")
     assert bad.exit_code == 2 and "not valid JSON" in bad.output
+
+
+def test_export_after_forget_invents_no_tool(
+    ledger_server: Any, agent_name: str, tmp_path: Path
+) -> None:
+    """An erased tool call is a tombstone without its tool name: the case leaves it out of
+    ``must_call`` and the stubs (no tool called "tool"), an erased result becomes an error
+    stub that says so, and the case is labelled ``erased-events``."""
+    session = "s-erased"
+    with Ledger(ledger_server.url, ledger_server.api_key, agent_name, spill_dir=None) as ledger:
+        root = ledger.log("user_message", {"text": "refund order 7"}, session_id=session)
+        call = ledger.log_tool(
+            "lookup", {"user_id": "u-9"}, call_id="c1", session_id=session, parent_id=root
+        )
+        ledger.log(
+            "tool_result",
+            {"tool": "lookup", "call_id": "c1", "result": "ok"},
+            session_id=session,
+            parent_id=call,
+        )
+        call2 = ledger.log_tool(
+            "refund", {"order": 7}, call_id="c2", session_id=session, parent_id=root
+        )
+        ledger.log(
+            "tool_result",
+            {"tool": "refund", "call_id": "c2", "result": {"user_id": "u-9", "ok": True}},
+            session_id=session,
+            parent_id=call2,
+        )
+        ledger.log("assistant_response", {"text": "refunded"}, session_id=session, parent_id=root)
+        assert ledger.flush(10).complete
+        erased = ledger.forget("user_id", "u-9")
+        assert erased.deleted_events == 2
+    out = tmp_path / "cases"
+    result = cli(
+        "cases",
+        "export",
+        "--url",
+        ledger_server.url,
+        "--api-key",
+        ledger_server.api_key,
+        "--agent",
+        agent_name,
+        "--session",
+        session,
+        "--out",
+        out,
+    )
+    assert result.exit_code == 0, result.output
+    (path,) = out.glob("*.json")
+    case = load_case(path)
+    assert [check.tool for check in case.expect.must_call] == ["refund"]
+    assert set(case.tool_stubs) == {"refund"}
+    assert "erased by forget" in (case.tool_stubs["refund"][0].error or "")
+    assert "erased-events" in case.labels
+    assert '"tool": "tool"' not in json.dumps(case.expect.model_dump(mode="json"))

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from _twin_ledgers import Twins, twins
 from fastapi import FastAPI
 
 from _stores import postgres_database, truncate_all
+from _twin_ledgers import Twins, twins
 from agentledger.server import Settings, create_app
 
 APP_KEY = "app-test-key"

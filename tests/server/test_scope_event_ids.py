@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+
 from _twin_ledgers import SECRET, A, Twins
 
 Body = dict[str, Any]

@@ -21,8 +21,8 @@ from typing import Any
 
 import httpx
 import pytest
-from _twin_ledgers import SECRET, Ledger, Twins, route_table, scrub
 
+from _twin_ledgers import SECRET, Ledger, Twins, route_table, scrub
 from agentledger.server import Settings, create_app
 
 PUBLIC, READ, WRITE, ADMIN, PAGE = "public", "read", "write", "admin", "page"
