@@ -60,12 +60,8 @@ class SQLiteSearch(SearchBackend):
         where: Sequence[ColumnElement[bool]],
         limit: int,
     ) -> list[tuple[int, float]]:
-        mark = self._indexed_through(conn)
-
         def run(ranked: list[str]) -> list[tuple[int, float]]:
-            return scoped_bm25(
-                conn, ranked, fts5_match(ranked), where, limit, TEXT_OF, indexed_through=mark
-            )
+            return scoped_bm25(conn, ranked, fts5_match(ranked), where, limit, TEXT_OF)
 
         try:
             return run(list(words))
