@@ -234,8 +234,9 @@ def append_in(
         ).where(agents.c.agent.in_(names[start : start + IN_CHUNK]))
         for row in conn.execute(query):
             heads[row[0]] = [row[1], row[2], row[3], row[4], row[5], False]
-        link = hasher.link
+    link = hasher.link
     checksum_of = hasher.checksum
+    column_seal = hasher.column_seal
     outcomes: list[AppendOutcome] = []
     rows: list[tuple[Any, ...]] = []
     edge_rows: list[tuple[str, str, str, str]] = []
@@ -344,13 +345,14 @@ def append_in(
         if item.timestamp > head[4]:
             head[4] = item.timestamp
         kept = keep_received_at[index] if index < len(keep_received_at) else None
+        received_at = kept or received
         rows.append(
             (
                 event_id,
                 item.agent,
                 seq,
                 item.timestamp,
-                kept or received,
+                received_at,
                 item.event,
                 parent_id,
                 item.session_id,
@@ -361,6 +363,7 @@ def append_in(
                 canon,
                 checksum,
                 chain_hash,
+                column_seal(chain_hash, received_at, item.importance),
             )
         )
         outcome = AppendOutcome(
