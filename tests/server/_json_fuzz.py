@@ -194,14 +194,15 @@ _NASTY = _Json(nasty=True)
 class FuzzedBody:
     """One request: method, path, raw body, and whether it writes events of :data:`AGENT`."""
 
-    def __init__(self, path: str, body: str, writes: bool) -> None:
+    def __init__(self, path: str, body: str | bytes, writes: bool, method: str = "POST") -> None:
         self.path = path
         self.body = body
         self.writes = writes
+        self.method = method
 
     def __repr__(self) -> str:
         shown = self.body if len(self.body) < 2_000 else self.body[:2_000] + "..."
-        return f"FuzzedBody({self.path!r}, {shown!r})"
+        return f"FuzzedBody({self.method} {self.path!r}, {shown!r})"
 
 
 def _fields(draw: Any, j: _Json) -> list[tuple[str, str]]:
@@ -236,10 +237,19 @@ def _fields(draw: Any, j: _Json) -> list[tuple[str, str]]:
 
 @st.composite
 def bodies(draw: Any) -> FuzzedBody:
-    """A fuzzed write: one event, a batch, an import, or a search/memory query with nested
-    JSON where an object is expected."""
-    kind = draw(st.sampled_from(["event", "batch", "import", "search", "context"]))
+    """A fuzzed write: one event, a batch, an import, a forget (mostly a dry run), or a
+    search/memory query with nested JSON where an object is expected."""
+    kinds = ["event", "batch", "import", "search", "context", "forget", "raw"]
+    kind = draw(st.sampled_from(kinds))
     j = _NASTY if draw(st.integers(0, 3)) == 0 else _CLEAN
+    if kind == "raw":  # any JSON value, cut short now and then, where an object is expected
+        text = draw(j.values)
+        cut = draw(st.integers(0, len(text)))
+        text = text[:cut] if draw(st.integers(0, 3)) == 0 else text
+        path = draw(st.sampled_from(["/v1/events", "/v1/events/batch", "/v1/events/import"]))
+        if draw(st.integers(0, 7)) == 0:  # bytes that need not be UTF-8 at all
+            return FuzzedBody(path, draw(st.binary(max_size=200)), True)
+        return FuzzedBody(path, text, True)
     if kind == "event":
         return FuzzedBody("/v1/events", _object(_fields(draw, j)), True)
     if kind in {"batch", "import"}:
@@ -257,6 +267,14 @@ def bodies(draw: Any) -> FuzzedBody:
             lines.append(item[:-1] + "," + _object(extras)[1:])
         return FuzzedBody("/v1/events/import", _object([("events", _array(lines))]), True)
     text = draw(st.one_of(st.just('"step"'), j.texts.map(_string_literal)))
+    if kind == "forget":  # a real forget now and then: tombstones must keep the chain intact
+        pairs = [
+            ("filter_key", draw(j.texts.map(_string_literal))),
+            ("filter_value", draw(j.values)),
+            ("agent", json.dumps(AGENT)),
+            ("dry_run", draw(st.sampled_from(["true", "true", "false"]))),
+        ]
+        return FuzzedBody("/v1/memory/forget", _object(pairs), False, "DELETE")
     if kind == "search":
         pairs = [("query", text), ("agent", json.dumps(AGENT)), ("event_types", draw(j.values))]
         return FuzzedBody("/v1/search", _object(pairs), False)
@@ -278,13 +296,17 @@ def check_request(client: Any, headers: dict[str, str], body: FuzzedBody) -> Non
     """Send ``body`` (raw bytes) and check: no 5xx, a refusal names a field and writes nothing,
     and after any write the agent's events read back, export and verify intact."""
     before = _count(client, headers) if body.writes else 0
-    response = client.post(
+    response = client.request(
+        body.method,
         body.path,
-        content=body.body.encode("utf-8", "surrogatepass"),
+        content=body.body if isinstance(body.body, bytes) else body.body.encode("utf-8"),
         headers={**headers, "Content-Type": "application/json"},
     )
     assert response.status_code < 500, (body, response.status_code, response.text)
     if not body.writes:
+        if body.method == "DELETE" and response.status_code == 200:
+            chain = client.get("/v1/events/chain", params={"agent": AGENT}, headers=headers)
+            assert chain.json()["intact"], (body, chain.text)
         return
     answer = response.json()
     if response.status_code >= 400:
