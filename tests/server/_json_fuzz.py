@@ -224,6 +224,8 @@ def _fields(draw: Any, j: _Json) -> list[tuple[str, str]]:
         "event_id": st.one_of(st.uuids().map(lambda u: json.dumps(str(u))), j.scalars),
         "parent_id": st.one_of(st.uuids().map(lambda u: json.dumps(str(u))), j.scalars),
         "supersedes": st.one_of(st.uuids().map(lambda u: json.dumps(str(u))), j.scalars),
+        "parent_index": st.one_of(st.integers(-2, 600).map(str), j.scalars),
+        "scope_id": st.one_of(st.uuids().map(lambda u: json.dumps(str(u))), j.scalars),
         "caused_by": st.one_of(
             j.values, st.lists(st.uuids().map(lambda u: json.dumps(str(u)))).map(_array)
         ),
@@ -263,9 +265,13 @@ def bodies(draw: Any) -> FuzzedBody:
                 ("sequence_no", draw(j.numbers)),
                 ("chain_hash", draw(j.scalars)),
                 ("received_at", draw(j.scalars)),
+                ("erased", draw(st.sampled_from(["true", "false", "null"]))),
             ]
             lines.append(item[:-1] + "," + _object(extras)[1:])
-        return FuzzedBody("/v1/events/import", _object([("events", _array(lines))]), True)
+        pairs = [("events", _array(lines))]
+        if draw(st.booleans()):  # renamed on import: ids are mapped to new ones
+            pairs.append(("agent", json.dumps(AGENT)))
+        return FuzzedBody("/v1/events/import", _object(pairs), True)
     text = draw(st.one_of(st.just('"step"'), j.texts.map(_string_literal)))
     if kind == "forget":  # a real forget now and then: tombstones must keep the chain intact
         pairs = [
