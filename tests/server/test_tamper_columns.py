@@ -341,6 +341,8 @@ async def _reads(client: httpx.AsyncClient, event_id: str) -> dict[str, Any]:
 async def test_each_stored_column_edit_is_pinpointed(
     client: httpx.AsyncClient, sql: SqlConnection, edit: Edit
 ) -> None:
+    """README, intro ("trust"): the hash chain names every changed, missing or reordered
+    event, and tombstones keep it verifiable."""
     ids = await _write(client)
     target = ids[SEQ - 1]
     if edit.erased:
