@@ -116,11 +116,13 @@ class _Named:
             return None
         return f"{field}: no event {named} of agent {reader!r} is stored"
 
-    def supersedes_refusal(self, agent: str, supersedes: str | None) -> str | None:
-        """Why an event of ``agent`` may not supersede ``supersedes``, or ``None``: an event
-        replaces only an event of its own agent."""
+    def supersedes_refusal(self, event_id: str, agent: str, supersedes: str | None) -> str | None:
+        """Why event ``event_id`` of ``agent`` may not supersede ``supersedes``, or ``None``:
+        an event replaces only another event of its own agent."""
         if supersedes is None:
             return None
+        if supersedes == event_id:  # it would hide itself from search and memory
+            return "supersedes: an event cannot supersede itself"
         unreadable = self.unreadable("supersedes", supersedes)
         if unreadable is not None:
             return unreadable
@@ -304,7 +306,7 @@ def append_in(
         event_id = item.event_id or str(uuid_utils.uuid7())
         refusal = _cause_refusal(event_id, parent_id, item.caused_by, checks)
         if refusal is None:
-            refusal = named.supersedes_refusal(item.agent, item.supersedes)
+            refusal = named.supersedes_refusal(event_id, item.agent, item.supersedes)
         if refusal is not None:
             outcomes.append(AppendOutcome(ok=False, status=422, error=refusal))
             continue
