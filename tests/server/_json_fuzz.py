@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 #: Examples per fuzz test; raise with ``AGENTLEDGER_FUZZ_EXAMPLES`` for a long local hunt.
-EXAMPLES = int(os.environ.get("AGENTLEDGER_FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("AGENTLEDGER_FUZZ_EXAMPLES", "200"))
 
 FUZZ_SETTINGS = settings(
     max_examples=EXAMPLES,
