@@ -56,6 +56,8 @@ def test_verify_exit_status(seeded: dict[str, Any], agent_name: str) -> None:
     assert report["intact"] is True and report["chain_head"]["sequence_no"] == 3
     bad = run("verify", "--agent", agent_name, "--anchor", "0" * 64, *seeded["args"])
     assert bad.exit_code == 1
+    # each problem is printed with the server's detail of what differs
+    assert "truncated_after_anchor" in bad.stdout and "anchored event is gone" in bad.stdout
 
 
 def test_export_then_import_is_idempotent(

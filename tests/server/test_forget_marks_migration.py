@@ -77,10 +77,9 @@ def test_downgrade_clears_the_marks(store_db: str) -> None:
         received_at=now_ts(),
     )
     assert store.append([item])[0].ok
-    _erase_by_hand(store, 1, like_forget=True)
     with store.engine.begin() as conn:
-        conn.exec_driver_sql("DELETE FROM alembic_version")
-        conn.exec_driver_sql("INSERT INTO alembic_version VALUES ('0004')")
+        _alembic(conn, "downgrade", "0004")
+    _erase_by_hand(store, 1, like_forget=True)
     store.close()
     store = open_store(store_db)
     try:

@@ -168,12 +168,14 @@ async def test_anchor_catches_tail_truncation(
 ) -> None:
     await write(client)
     anchor = (await verify(client))["chain_head"]
-    # a careful attacker deletes the tail *and* rewinds the agent head
+    # a careful attacker deletes the tail *and* rewinds the agent head with its counters
     sql.execute("DELETE FROM events WHERE agent=? AND sequence_no>7", (AGENT,))
     row = sql.execute(
-        "SELECT chain_hash FROM events WHERE agent=? AND sequence_no=7", (AGENT,)
+        "SELECT chain_hash, timestamp FROM events WHERE agent=? AND sequence_no=7", (AGENT,)
     ).fetchone()
     sql.execute("UPDATE agents SET last_seq=7, last_hash=? WHERE agent=?", (row[0], AGENT))
+    assert kinds(await verify(client)) == [("head_changed", 7)]  # event_count still says 10
+    sql.execute("UPDATE agents SET event_count=7, last_seen=? WHERE agent=?", (row[1], AGENT))
     assert (await verify(client))["intact"]  # without the anchor nothing is visible
     by_hash = await verify(client, anchor=anchor["chain_hash"])
     assert kinds(by_hash) == [("truncated_after_anchor", None)]
@@ -226,23 +228,27 @@ async def test_record_replaced_by_other_bytes_is_content_changed(
 
 
 def _rewrite_chain(sql: SqlConnection, *, from_seq: int, key: None) -> None:
-    """Edit ``data.i`` of ``from_seq`` and recompute checksums and SHA-256 links after it."""
+    """Edit ``data.i`` of ``from_seq`` and recompute checksums, SHA-256 links and column
+    seals after it."""
     rows = sql.execute(
-        "SELECT sequence_no, record, chain_hash FROM events WHERE agent=? ORDER BY sequence_no",
+        "SELECT sequence_no, record, chain_hash, received_at, importance FROM events "
+        "WHERE agent=? ORDER BY sequence_no",
         (AGENT,),
     ).fetchall()
     previous = ""
-    for seq, record, chain_hash in rows:
+    for seq, record, chain_hash, received_at, importance in rows:
         if seq >= from_seq:
             rec = orjson.loads(record)
             if seq == from_seq:
                 rec["data"]["i"] = -1
             record = orjson.dumps(rec, option=orjson.OPT_SORT_KEYS)
             chain_hash = hashlib.sha256(previous.encode() + record).hexdigest()
+            columns = b"columns:" + orjson.dumps([received_at, importance])
+            seal = hashlib.sha256(chain_hash.encode() + columns).hexdigest()
             sql.execute(
-                "UPDATE events SET record=?, checksum=?, chain_hash=? "
+                "UPDATE events SET record=?, checksum=?, chain_hash=?, seal=? "
                 "WHERE agent=? AND sequence_no=?",
-                (record, hashlib.sha256(record).hexdigest(), chain_hash, AGENT, seq),
+                (record, hashlib.sha256(record).hexdigest(), chain_hash, seal, AGENT, seq),
             )
         previous = chain_hash
     sql.execute("UPDATE agents SET last_hash=? WHERE agent=?", (previous, AGENT))

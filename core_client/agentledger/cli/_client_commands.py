@@ -16,6 +16,7 @@ from typing import Annotated
 import orjson
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from agentledger.cli._output import console as _console
@@ -69,7 +70,10 @@ def verify(
         if report.chain_head is not None:
             console.print(f"head: #{report.chain_head.sequence_no} {report.chain_head.chain_hash}")
         for problem in report.problems:
-            console.print(f"  [red]{problem.kind}[/red] #{problem.sequence_no} {problem.event_id}")
+            console.print(
+                f"  [red]{problem.kind}[/red] #{problem.sequence_no} {problem.event_id}",
+                escape(problem.detail),
+            )
     if not report.intact:
         raise typer.Exit(1)
 

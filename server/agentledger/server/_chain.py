@@ -47,6 +47,22 @@ class ChainHasher:
             return hmac.new(self._key, data, hashlib.sha256).hexdigest()
         return hashlib.sha256(data).hexdigest()
 
+    def column_seal(self, chain_hash: str, received_at: Any, importance: Any) -> str | None:
+        """The seal of the columns that sit next to the record and are shown with it
+        (``received_at``, ``importance``): a link after the event's ``chain_hash``, keyed like
+        the chain. Written with the event (``seal`` column); forget keeps both columns, so a
+        tombstone keeps its seal. ``None`` when the values are of a type no write produces (a
+        tampered row)."""
+        if importance.__class__ is float:
+            importance += 0.0  # -0.0 reads back as 0.0 from SQLite
+        try:  # link(chain_hash, b"columns:" + ...) without its call: once per verified row
+            data = chain_hash.encode() + b"columns:" + orjson.dumps([received_at, importance])
+        except (TypeError, ValueError, AttributeError):
+            return None
+        if self._key is not None:
+            return hmac.new(self._key, data, hashlib.sha256).hexdigest()
+        return hashlib.sha256(data).hexdigest()
+
     def erasure_mark(
         self,
         chain_hash: str,
@@ -89,7 +105,8 @@ class ChainRow(NamedTuple):
 
     ``record`` is the stored canonical JSON (``None`` for a forget tombstone); the other fields
     are the indexed columns that must agree with it. ``fingerprint`` matters only on a
-    tombstone, where it holds the erasure mark (:meth:`ChainHasher.erasure_mark`).
+    tombstone, where it holds the erasure mark (:meth:`ChainHasher.erasure_mark`); ``seal``
+    covers ``received_at`` and ``importance`` (:meth:`ChainHasher.column_seal`).
     """
 
     sequence_no: int
@@ -104,6 +121,9 @@ class ChainRow(NamedTuple):
     chain_hash: str
     supersedes: str | None
     fingerprint: str | None
+    received_at: str
+    importance: float | None
+    seal: str | None
 
 
 @dataclass
@@ -116,6 +136,8 @@ class ChainReport:
     problems: list[dict[str, Any]] = field(default_factory=list)
     head_seq: int = 0
     head_hash: str | None = None
+    #: event id of the last row read (``None`` before any)
+    head_event: str | None = None
 
     @property
     def intact(self) -> bool:
@@ -147,6 +169,31 @@ class ChainReport:
         }
 
 
+_SEAL_BROKEN = (
+    "received_at or importance was edited: the column seal written with the event no longer matches"
+)
+
+
+#: The indexed columns compared with the record's fields, by their index in a chain row.
+_INDEXED = (
+    (1, "event_id"),
+    (2, "agent"),
+    (3, "timestamp"),
+    (4, "event"),
+    (5, "parent_id"),
+    (6, "session_id"),
+    (10, "supersedes"),
+)
+
+
+def _mismatch(rec: dict[str, Any], record: bytes, checksum: Any, row: Sequence[Any]) -> str:
+    """The detail of a row whose record and columns disagree (the failure path only)."""
+    if checksum != hashlib.sha256(record).hexdigest():
+        return "record does not match its checksum"
+    names = [name for index, name in _INDEXED if rec.get(name) != row[index]]
+    return f"the {', '.join(names)} column differs from the record (edited by hand)"
+
+
 def _problem(kind: str, row: Sequence[Any] | None, seq: int, detail: str) -> dict[str, Any]:
     return {
         "kind": kind,
@@ -169,6 +216,9 @@ ChainRowTuple = tuple[
     str | None,
     str,
     str | None,
+    str | None,
+    str,
+    float | None,
     str | None,
 ]
 
@@ -256,16 +306,21 @@ def verify_rows(
     expected = start_seq + 1
     prev = previous_hash
     link = hasher.link
+    column_seal = hasher.column_seal
     sha256 = hashlib.sha256
     loads = orjson.loads
     problems = rep.problems
     # Links of rows found out of place, by the sequence number their record carries: the row
     # that follows a moved row links to it, so one swap is reported once, not as a cascade.
+    # ``relink`` is the recomputed link of a row whose stored link did not follow: when only
+    # its chain_hash was edited, the next row still follows the recomputed one (one report).
     displaced: dict[int, str] = {}
     verified = 0
     cursor = _EdgeCursor(edges) if edges is not None else None
+    relink: str | None = None
     for row in rows:
         verified += 1
+        relinked, relink = relink, None
         (
             seq,
             event_id,
@@ -279,6 +334,9 @@ def verify_rows(
             chain,
             supersedes,
             mark,
+            received_at,
+            importance,
+            seal,
         ) = row
         if record is None:  # forget tombstone: keeps its link and a mark, content erased
             if seq != expected:
@@ -301,6 +359,8 @@ def verify_rows(
                 prev = chain
                 expected = seq + 1
                 continue
+            elif seal is None or seal != column_seal(chain, received_at, importance):
+                problems.append(_problem("content_changed", row, seq, _SEAL_BROKEN))
             elif cursor is not None and not _tombstone_edges_match(
                 parent_id, agent, cursor.take(seq)
             ):
@@ -357,14 +417,20 @@ def verify_rows(
             or rec.get("supersedes") != supersedes
         ):
             problems.append(
-                _problem("content_changed", row, seq, "record does not match its checksum")
+                _problem("content_changed", row, seq, _mismatch(rec, record, checksum, row))
             )
-        elif link(displaced.pop(seq - 1, prev) if displaced else prev, record) != chain and (
-            _not_amended(hasher, rep, chain, record, mark)
+        elif (
+            (computed := link(displaced.pop(seq - 1, prev) if displaced else prev, record)) != chain
+            and (relinked is None or link(relinked, record) != chain)
+            and _not_amended(hasher, rep, chain, record, mark)
         ):
             problems.append(
                 _problem("content_changed", row, seq, "chain link does not follow its predecessor")
             )
+            # if only this row's stored link was edited, the next row follows the true one
+            relink = computed
+        elif seal is None or seal != column_seal(chain, received_at, importance):
+            problems.append(_problem("content_changed", row, seq, _SEAL_BROKEN))
         elif cursor is not None and not _edges_match(rec, agent, cursor.take(seq)):
             problems.append(
                 _problem(
@@ -380,6 +446,7 @@ def verify_rows(
     if verified:
         rep.head_seq = expected - 1
         rep.head_hash = prev
+        rep.head_event = event_id
     elif rep.head_hash is None:
         rep.head_seq = start_seq
         rep.head_hash = previous_hash

@@ -230,7 +230,8 @@ def prepare(
         session_id=item.session_id,
         metadata=metadata,
         supersedes=supersedes,
-        importance=item.importance,
+        # -0.0 as 0.0: SQLite reads a stored -0.0 back as 0.0, so both stores show the same
+        importance=item.importance + 0.0 if item.importance is not None else None,
         idempotency_key=item.idempotency_key,
         event_id=event_id,
         timestamp=client_ts or received_at,

@@ -32,7 +32,8 @@ metadata = MetaData()
 #: One row per event. ``record`` is the canonical JSON (RFC 8785) that the checksum and chain
 #: hash cover; the other columns index it. A forget tombstone keeps ``sequence_no`` and
 #: ``chain_hash``, sets ``record``/``checksum`` to NULL and holds its erasure mark in
-#: ``fingerprint`` (``ChainHasher.erasure_mark``).
+#: ``fingerprint`` (``ChainHasher.erasure_mark``). ``seal`` covers ``received_at`` and
+#: ``importance`` (``ChainHasher.column_seal``, migration 0006).
 events = Table(
     "events",
     metadata,
@@ -52,6 +53,7 @@ events = Table(
     Column("record", LargeBinary, nullable=True),
     Column("checksum", String(64), nullable=True),
     Column("chain_hash", String(64), nullable=False),
+    Column("seal", String(64), nullable=True),
     UniqueConstraint("agent", "sequence_no", name="uq_events_agent_seq"),
     UniqueConstraint("agent", "idempotency_key", name="uq_events_agent_idem"),
     Index("ix_events_parent", "parent_id"),

@@ -12,11 +12,13 @@ __all__ = ["ChainHead", "ChainProblem", "ChainReport"]
 
 @dataclass(frozen=True, slots=True)
 class ChainProblem:
-    """One defect found by chain verification (``kind`` e.g. ``hash_mismatch``, ``gap``)."""
+    """One defect found by chain verification (``kind`` e.g. ``content_changed``,
+    ``missing_or_reordered``, ``head_changed``); ``detail`` says what differs."""
 
     kind: str
     event_id: str | None
     sequence_no: int | None
+    detail: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,7 @@ class ChainReport:
                     kind=str(p.get("kind", "")),
                     event_id=p.get("event_id"),
                     sequence_no=p.get("sequence_no"),
+                    detail=str(p.get("detail") or ""),
                 )
                 for p in obj.get("problems") or []
                 if isinstance(p, dict)

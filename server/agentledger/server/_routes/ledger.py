@@ -14,6 +14,7 @@ from fastapi.responses import StreamingResponse
 from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_SEQUENCE_NO
 from agentledger.server._auth import ReadPrincipal, WritePrincipal
 from agentledger.server._chain import ChainReport, verify_rows
+from agentledger.server._chain_head import check_head
 from agentledger.server._http import StrictJSONRoute, json_response
 from agentledger.server._ingest import ItemError, PreparedEvent, now_ts, prepare, validate_item
 from agentledger.server._routes._deps import SettingsDep, StoreDep
@@ -101,16 +102,7 @@ def verify_chain(
         report=report,
         edges=store.edge_rows(agent, after_seq=start_seq),
     )
-    head = store.chain_head(agent)
-    if head is not None and report.head_seq < head[0]:
-        report.problems.append(
-            {
-                "kind": "missing_or_reordered",
-                "event_id": None,
-                "sequence_no": report.head_seq + 1,
-                "detail": "rows at the end of the chain are missing (the agent head is further)",
-            }
-        )
+    check_head(report, store.chain_head(agent))
     return json_response(report.as_dict(agent))
 
 

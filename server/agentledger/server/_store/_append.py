@@ -116,11 +116,13 @@ class _Named:
             return None
         return f"{field}: no event {named} of agent {reader!r} is stored"
 
-    def supersedes_refusal(self, agent: str, supersedes: str | None) -> str | None:
-        """Why an event of ``agent`` may not supersede ``supersedes``, or ``None``: an event
-        replaces only an event of its own agent."""
+    def supersedes_refusal(self, event_id: str, agent: str, supersedes: str | None) -> str | None:
+        """Why event ``event_id`` of ``agent`` may not supersede ``supersedes``, or ``None``:
+        an event replaces only another event of its own agent."""
         if supersedes is None:
             return None
+        if supersedes == event_id:  # it would hide itself from search and memory
+            return "supersedes: an event cannot supersede itself"
         unreadable = self.unreadable("supersedes", supersedes)
         if unreadable is not None:
             return unreadable
@@ -234,8 +236,9 @@ def append_in(
         ).where(agents.c.agent.in_(names[start : start + IN_CHUNK]))
         for row in conn.execute(query):
             heads[row[0]] = [row[1], row[2], row[3], row[4], row[5], False]
-        link = hasher.link
+    link = hasher.link
     checksum_of = hasher.checksum
+    column_seal = hasher.column_seal
     outcomes: list[AppendOutcome] = []
     rows: list[tuple[Any, ...]] = []
     edge_rows: list[tuple[str, str, str, str]] = []
@@ -303,7 +306,7 @@ def append_in(
         event_id = item.event_id or str(uuid_utils.uuid7())
         refusal = _cause_refusal(event_id, parent_id, item.caused_by, checks)
         if refusal is None:
-            refusal = named.supersedes_refusal(item.agent, item.supersedes)
+            refusal = named.supersedes_refusal(event_id, item.agent, item.supersedes)
         if refusal is not None:
             outcomes.append(AppendOutcome(ok=False, status=422, error=refusal))
             continue
@@ -344,13 +347,14 @@ def append_in(
         if item.timestamp > head[4]:
             head[4] = item.timestamp
         kept = keep_received_at[index] if index < len(keep_received_at) else None
+        received_at = kept or received
         rows.append(
             (
                 event_id,
                 item.agent,
                 seq,
                 item.timestamp,
-                kept or received,
+                received_at,
                 item.event,
                 parent_id,
                 item.session_id,
@@ -361,6 +365,7 @@ def append_in(
                 canon,
                 checksum,
                 chain_hash,
+                column_seal(chain_hash, received_at, item.importance),
             )
         )
         outcome = AppendOutcome(

@@ -67,6 +67,7 @@ INSERT_COLUMNS = (
     "record",
     "checksum",
     "chain_hash",
+    "seal",
 )
 
 CHAIN_COLS = (
@@ -82,6 +83,9 @@ CHAIN_COLS = (
     events.c.chain_hash,
     events.c.supersedes,
     events.c.fingerprint,
+    events.c.received_at,
+    events.c.importance,
+    events.c.seal,
 )
 
 
@@ -157,6 +161,9 @@ def chain_row(row: Sequence[Any]) -> ChainRow:
         row[9],
         row[10],
         row[11],
+        row[12],
+        row[13],
+        row[14],
     )
 
 

@@ -32,6 +32,7 @@ from sqlalchemy import (
 )
 
 from agentledger.server._chain import ChainHasher, ChainRow, ChainRowTuple
+from agentledger.server._chain_head import AgentHead
 from agentledger.server._ingest import PreparedEvent, now_ts
 from agentledger.server._store._append import append_in
 from agentledger.server._store._each import append_each, refused_content
@@ -366,12 +367,25 @@ class SQLStore(LedgerStore):
             for partition in result.partitions():
                 yield from (tuple(row) for row in partition)
 
-    def chain_head(self, agent: str) -> tuple[int, str] | None:
+    def chain_head(self, agent: str) -> AgentHead | None:
         """See :meth:`LedgerStore.chain_head`."""
-        query = select(agents.c.last_seq, agents.c.last_hash).where(agents.c.agent == agent)
+        query = select(
+            agents.c.last_seq,
+            agents.c.last_hash,
+            agents.c.event_count,
+            agents.c.first_seen,
+            agents.c.last_seen,
+        ).where(agents.c.agent == agent)
+        # both bounds walk the (agent, timestamp) index from one end
+        earliest = select(func.min(events.c.timestamp)).where(events.c.agent == agent)
+        latest = select(func.max(events.c.timestamp)).where(events.c.agent == agent)
         with self.reader() as conn:
             row = conn.execute(query).first()
-        return (int(row[0]), str(row[1])) if row is not None else None
+            if row is None:
+                return None
+            first = conn.execute(earliest).scalar()
+            last = conn.execute(latest).scalar()
+        return AgentHead(*row, first, last)
 
     def chain_row_at(self, agent: str, sequence_no: int) -> ChainRow | None:
         """See :meth:`LedgerStore.chain_row_at`."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentledger.server._chain import ChainHasher, ChainRow, ChainRowTuple
+from agentledger.server._chain_head import AgentHead
 from agentledger.server._ingest import PreparedEvent
 
 __all__ = ["AppendOutcome", "KeyRecord", "LedgerStore", "Lineage"]
@@ -204,8 +205,10 @@ class LedgerStore(abc.ABC):
         verification compares with the edges each record defines)."""
 
     @abc.abstractmethod
-    def chain_head(self, agent: str) -> tuple[int, str] | None:
-        """``(last sequence_no, last chain_hash)`` as recorded by the writer, or ``None``."""
+    def chain_head(self, agent: str) -> AgentHead | None:
+        """The agent's ``agents`` row as recorded by the writer (last sequence number and
+        chain hash, counters) with the earliest and latest stored event timestamps, or
+        ``None``."""
 
     @abc.abstractmethod
     def chain_row_at(self, agent: str, sequence_no: int) -> ChainRow | None:

@@ -1,7 +1,7 @@
 """SQLite full-text index with term counts, so ``bm25`` ranks.
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 
 Revision 0002 created ``events_fts`` with ``detail=none``: the smallest index, but FTS5's
 ``bm25()`` then has no term frequencies or document lengths on a contentless table and scores
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0006"
-down_revision: str | None = "0005"
+revision = "0007"
+down_revision: str | None = "0006"
 branch_labels: str | None = None
 depends_on: str | None = None
 
