@@ -35,7 +35,13 @@ def write(tmp_path: Path, document: Any, name: str = "case.json") -> Path:
 
 def run(path: Path) -> Any:
     return cli(
-        "cases", "run", path, "--agent", "refund_agent:build_agent", "--tools", "refund_tools:TOOLS"
+        "cases",
+        "run",
+        path,
+        "--factory",
+        "refund_agent:build_agent",
+        "--tools",
+        "refund_tools:TOOLS",
     )
 
 
@@ -114,7 +120,7 @@ def test_bad_specs_baseline_and_missing_dir_exit_2(
         ("no_such_module_xyz:f", "refund_tools:TOOLS", "no_such_module_xyz"),
         ("refund_agent:build_agent", "refund_tools:MISSING", "MISSING"),
     ]:
-        result = cli("cases", "run", path, "--agent", agent, "--tools", tools)
+        result = cli("cases", "run", path, "--factory", agent, "--tools", tools)
         assert result.exit_code == 2 and needle in result.output, result.output
     baseline = tmp_path / "old.json"
     baseline.write_text("{}")
@@ -122,7 +128,7 @@ def test_bad_specs_baseline_and_missing_dir_exit_2(
         "cases",
         "run",
         path,
-        "--agent",
+        "--factory",
         "refund_agent:build_agent",
         "--tools",
         "refund_tools:TOOLS",

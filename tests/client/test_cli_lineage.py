@@ -159,10 +159,11 @@ def test_json_is_the_api_answer(
 
 def test_an_unknown_event_is_one_error_line(args: list[str]) -> None:
     for command in ("why", "impact"):
-        result = CliRunner().invoke(app, [command, str(uuid.uuid4()), *args])
-        assert result.exit_code == 1
-        assert "error:" in result.output and "404" in result.output
-        assert "Traceback" not in result.output
+        for as_json in ([], ["--json"]):
+            missing = str(uuid.uuid4())
+            result = CliRunner().invoke(app, [command, missing, *args, *as_json])
+            assert result.exit_code == 1
+            assert result.output == f"error: no event {missing}\n"
 
 
 def test_on_a_terminal_lines_fit_its_width_and_keep_their_ids(
