@@ -183,3 +183,26 @@ def test_harness_errors_are_ledger_errors(monkeypatch: pytest.MonkeyPatch) -> No
         cases.ledger_target("http://127.0.0.1:9"),
     ):
         pass
+
+
+def test_agent_is_an_agent_name_and_the_factory_has_its_own_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README: Command line (``--agent`` always names an agent; ``cases run`` takes the
+    candidate with ``--factory``, and the old ``--agent module:factory`` still works with a
+    warning)."""
+    monkeypatch.chdir(EXAMPLE)
+    path = write(tmp_path, MINIMAL)
+    missing = cli("cases", "run", path, "--tools", "refund_tools:TOOLS")
+    assert missing.exit_code == 2 and "no candidate: pass --factory module:attribute" in (
+        missing.output
+    )
+    old = cli(
+        "cases", "run", path, "--agent", "refund_agent:build_agent", "--tools", "refund_tools:NO"
+    )
+    assert old.exit_code == 2
+    assert old.output.startswith(
+        "warning: --agent module:attribute is deprecated: pass the factory with --factory "
+        "(--agent names the agent the runs are logged under)\n"
+    )
+    assert "--tools: 'refund_tools' has no attribute 'NO'" in old.output  # factory taken

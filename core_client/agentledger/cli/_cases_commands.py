@@ -171,7 +171,8 @@ def run(
     if agent is not None and ":" in agent and factory is None:  # the old meaning of --agent
         console.print(
             "[bold yellow]warning:[/] --agent module:attribute is deprecated: pass the factory "
-            "with --factory (--agent names the agent the runs are logged under)"
+            "with --factory (--agent names the agent the runs are logged under)",
+            soft_wrap=True,
         )
         factory, agent = agent, None
     if factory is None:

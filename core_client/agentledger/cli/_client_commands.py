@@ -77,7 +77,7 @@ def verify(
         if ledger.agent is None:
             raise fail(NO_AGENT, 2)
         report = ledger.verify_chain(anchor=anchor)
-        if report.chain_head is None:
+        if report.chain_head is None or not report.chain_head.sequence_no:
             check_agent_known(ledger, ledger.agent)
     if as_json:
         _dump(report)
