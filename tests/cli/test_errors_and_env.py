@@ -6,6 +6,7 @@ when the output is not a terminal (README: Command line)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -124,3 +125,24 @@ def test_piped_output_is_never_cut(cli: Cli, ledger_server: Any, agent_name: str
     assert len(row) > 200
     rows = json.loads(cli("sessions", "--json", *args).stdout)
     assert rows[0]["session_id"] == session
+
+
+def test_the_readme_table_names_every_command_and_each_exists(cli: Cli) -> None:
+    """README: Command line (one command per capability of the client)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Command line", 1)[1].split("\n## ", 1)[0]
+    rows = [x for x in section.splitlines() if x.startswith("| `")]
+    named = {
+        word
+        for row in rows
+        for cell in re.findall(r"`([^`]+)`", row.replace("\\|", "/").split("|")[1])
+        for word in [cell.split()[0]]
+    }
+    assert named == {
+        "why", "impact", "replay", "search", "forget", "at", "baseline", "sessions",
+        "agents", "verify", "export", "import", "tail", "keys",
+    }  # fmt: skip
+    assert set(ENV_ONLY) - {"cases export"} <= named | {"import"}
+    for command in sorted(named):
+        shown = cli(command, "--help")
+        assert shown.exit_code == 0 and "Usage: agentledger" in shown.stdout, command

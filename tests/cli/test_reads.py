@@ -32,6 +32,7 @@ def test_replay_shows_every_event_id_indented_under_its_cause(cli: Cli, seeded: 
 
 
 def test_replay_of_an_unknown_session_or_agent_is_an_error(cli: Cli, seeded: Seeded) -> None:
+    """README: Command line (an unknown agent or session is an error, never an empty table)."""
     result = cli("replay", "no-such-session", *seeded.args)
     assert result.exit_code == 1
     assert result.stderr == (
@@ -63,6 +64,7 @@ def test_sessions_and_agents(cli: Cli, seeded: Seeded) -> None:
 
 
 def test_verify(cli: Cli, seeded: Seeded) -> None:
+    """README: Command line (verify exits 1 when the chain is not intact)."""
     ok = cli("verify", env=seeded.env)  # the agent from AGENTLEDGER_AGENT
     assert ok.exit_code == 0, ok.output
     assert ok.stdout.startswith(f"chain of {seeded.agent}: intact")
@@ -81,6 +83,7 @@ def test_verify(cli: Cli, seeded: Seeded) -> None:
 
 
 def test_export_and_import(cli: Cli, seeded: Seeded, tmp_path: Path) -> None:
+    """README: Command line (export writes NDJSON; importing twice stores nothing twice)."""
     piped = cli("export", env=seeded.env)  # AGENTLEDGER_AGENT picks the agent
     assert piped.exit_code == 0, piped.output
     assert [json.loads(x)["event_id"] for x in piped.stdout.splitlines()] == seeded.ids
@@ -102,6 +105,7 @@ def test_export_and_import(cli: Cli, seeded: Seeded, tmp_path: Path) -> None:
 
 
 def test_tail(cli: Cli, seeded: Seeded) -> None:
+    """README: Command line (tail prints an agent's events, NDJSON with --json)."""
     lines = cli("tail", "--last", "4", "--count", "4", "--json", env=seeded.env)
     assert lines.exit_code == 0, lines.output
     assert [json.loads(x)["event_id"] for x in lines.stdout.splitlines()] == seeded.ids

@@ -1,5 +1,6 @@
 """An event type outside the vocabulary is logged as given and warned about once per type and
-process on the ``agentledger`` logger (docs: Event vocabulary, custom types)."""
+process on the ``agentledger`` logger; a namespaced type (``livekit.metrics``) is not
+(``docs/pages/event-vocabulary.md``)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ def test_a_custom_type_is_stored_and_warned_about_once(
         for _ in range(3):
             ledger.log(custom, {"n": 1})
         ledger.log(other, {"n": 2})
+        ledger.log(f"myframework.{custom}", {"n": 3})  # namespaced: an integration's own
         for name in EVENT_TYPES:
             ledger.log(name, {})
         assert ledger.flush(10).complete

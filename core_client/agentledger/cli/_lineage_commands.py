@@ -21,7 +21,7 @@ from agentledger.cli._output import console as _console
 from agentledger.cli._output import dump as _dump
 from agentledger.cli._output import fail as _fail
 from agentledger.cli._output import open_ledger as _ledger
-from agentledger.cli.options import AgentOpt, JsonOpt, KeyOpt, UrlOpt
+from agentledger.cli.options import JsonOpt, KeyOpt, UrlOpt
 from agentledger.client import (
     APIStatusError,
     AuthenticationError,
@@ -110,7 +110,6 @@ def why(
     limit: LimitOpt = limits.LINEAGE_LIMIT_DEFAULT,
     url: UrlOpt = None,
     api_key: KeyOpt = None,
-    agent: AgentOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Why an event happened: the events it was computed from, as a tree of causes."""
@@ -119,7 +118,7 @@ def why(
     if as_json:
         _dump(_api_answer(url, api_key, "why", event_id, depth, limit))
         return
-    with _ledger(url, api_key, agent, options=_ID) as ledger:
+    with _ledger(url, api_key, None, options=_ID) as ledger:
         result = ledger.why(event_id, depth=depth, limit=limit)
     print_lineage(_console(), result, how_to_raise=_RAISE)
 
@@ -133,7 +132,6 @@ def impact(
     limit: LimitOpt = limits.LINEAGE_LIMIT_DEFAULT,
     url: UrlOpt = None,
     api_key: KeyOpt = None,
-    agent: AgentOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """What an event affected: every event computed from it, as a tree of effects."""
@@ -142,7 +140,7 @@ def impact(
     if as_json:
         _dump(_api_answer(url, api_key, "impact", event_id, depth, limit))
         return
-    with _ledger(url, api_key, agent, options=_ID) as ledger:
+    with _ledger(url, api_key, None, options=_ID) as ledger:
         result = ledger.impact(event_id, limit=limit, depth=depth)
         asked = ledger.get_event(event_id)
     print_lineage(_console(), result, asked, how_to_raise=_RAISE)

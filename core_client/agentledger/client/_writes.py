@@ -45,8 +45,9 @@ _WARNED_LOCK: Final = threading.Lock()
 def _warn_if_outside_vocabulary(event: str) -> None:
     """Warn once per process and type when ``event`` is not a vocabulary name (it is still
     logged: custom types are allowed, but a typo of ``tool_call`` would silently stay out
-    of every view that reads the vocabulary)."""
-    if event in _VOCABULARY or event in _WARNED_TYPES:
+    of every view that reads the vocabulary). A namespaced type (``livekit.metrics``) is an
+    integration's own on purpose and is not warned about."""
+    if event in _VOCABULARY or event in _WARNED_TYPES or "." in event:
         return
     with _WARNED_LOCK:
         if event in _WARNED_TYPES:
