@@ -91,6 +91,8 @@ def test_export_and_import(cli: Cli, seeded: Seeded, tmp_path: Path) -> None:
     to_file = cli("export", "-o", target, env=seeded.env)
     assert to_file.exit_code == 0, to_file.output
     assert f"exported 4 events of {seeded.agent} to {target}" in to_file.stderr
+    summary = cli("export", "-o", target, "--json", env=seeded.env)
+    assert json.loads(summary.stdout) == {"agent": seeded.agent, "events": 4, "output": str(target)}
     copy = f"{seeded.agent}-copy"
     first = cli("import", target, "--agent", copy, *seeded.args)
     assert first.exit_code == 0, first.output

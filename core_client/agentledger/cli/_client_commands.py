@@ -100,6 +100,12 @@ def export(
     ] = None,
     url: UrlOpt = None,
     api_key: KeyOpt = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="With -o: print the summary as JSON (the events are NDJSON anyway)."
+        ),
+    ] = False,
 ) -> None:
     """Export an agent's events as NDJSON, oldest first (streamed)."""
     with _ledger(url, api_key, agent) as ledger:
@@ -109,10 +115,12 @@ def export(
             count = ledger.export_events(sys.stdout.buffer, progress=False)
             sys.stdout.flush()
         else:
-            count = ledger.export_events(output)  # a progress bar when stderr is a terminal
+            count = ledger.export_events(output, progress=False if as_json else None)
         if count == 0:
             check_agent_known(ledger, ledger.agent)
-    if output is not None:
+    if output is not None and as_json:
+        _dump({"agent": ledger.agent, "events": count, "output": str(output)})
+    elif output is not None:  # a progress bar went to stderr when it is a terminal
         _console(stderr=True).print(f"exported {count} events of {ledger.agent} to {output}")
 
 
