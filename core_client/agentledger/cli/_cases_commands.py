@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from agentledger.cli._errors import NO_AGENT, explain
+from agentledger.cli._output import console as _console
 from agentledger.cli._output import missing_extra
 from agentledger.cli.options import AgentOpt, KeyOpt, UrlOpt
 
@@ -67,7 +68,7 @@ def export(
         raise missing_extra("cases export", "langchain", error) from error
     from agentledger.client import ConfigurationError, Ledger, LedgerError
 
-    console = Console(stderr=True)
+    console = _console(stderr=True)
     try:
         ledger = Ledger(url=url, api_key=api_key, agent=agent, spill_dir=None)
     except ConfigurationError as error:
@@ -164,7 +165,7 @@ def run(
     except ImportError as error:
         raise missing_extra("cases run", "langchain", error) from error
 
-    console = Console(stderr=True)
+    console = _console(stderr=True)
     out = Console()
     if not out.is_terminal:  # CI logs: wide enough for case ids and check texts
         out = Console(width=160)
@@ -240,7 +241,7 @@ def record(
     except ImportError as error:
         raise missing_extra("cases record", "langchain", error) from error
 
-    console = Console(stderr=True)
+    console = _console(stderr=True)
     try:
         case = load_case(case_file)
         real_tools = load_object(tools, "--tools")
