@@ -165,7 +165,7 @@ def tail(
     api_key: KeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Follow an agent's new events (Ctrl-C to stop); ``--json`` prints NDJSON lines."""
+    """Follow an agent's new events (Ctrl-C to stop); --json prints NDJSON lines."""
     from agentledger.timeline import event_line
 
     console = _console()
@@ -214,8 +214,7 @@ def sessions(
     api_key: KeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """List sessions, newest first: an agent's (--agent or AGENTLEDGER_AGENT), or every
-    agent's the key may read."""
+    """List sessions, newest first: one agent's, or those of every agent the key may read."""
     with _ledger(url, api_key, agent) as ledger:
         rows = ledger.sessions(limit=limit)
         if not rows:

@@ -1,5 +1,6 @@
 """Memory commands: ``search`` (find events by words or meaning) and ``forget`` (erase the
-events holding a value, leaving tombstones that keep the chain verifiable).
+events holding a value in their data or metadata, leaving tombstones that keep the chain
+verifiable, and rename the sessions whose id names the value).
 
 ``forget`` erases for good, so it asks first on a terminal and needs ``--yes`` elsewhere;
 ``--dry-run`` only says what would be erased. It prints every field of the server's answer
@@ -90,7 +91,7 @@ def _shown(value: Any) -> str:
 
 
 def forget(
-    key: Annotated[str, typer.Argument(help="The data field to match, e.g. email.")],
+    key: Annotated[str, typer.Argument(help="The field to match, e.g. email.")],
     value: Annotated[str, typer.Argument(help="The value to erase (numbers match as text).")],
     agent: AgentOpt = None,
     dry_run: Annotated[
@@ -103,8 +104,8 @@ def forget(
     api_key: KeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Erase an agent's events whose data holds KEY == VALUE (tombstones keep the chain
-    verifiable); --dry-run shows what would go."""
+    """Erase an agent's events holding KEY == VALUE (in data or metadata) and rename the
+    sessions named after VALUE; --dry-run shows what would change."""
     with _ledger(
         url, api_key, agent, options={"filter_key": "KEY", "filter_value": "VALUE"}
     ) as ledger:
