@@ -89,6 +89,8 @@ def test_keys_create_list_revoke(cli: Cli, seeded: Seeded, agent_name: str) -> N
     gone = cli("sessions", "--url", seeded.url, "--api-key", secret)
     assert gone.exit_code == 1
     assert "refused the API key" in gone.stderr and "AGENTLEDGER_API_KEY" in gone.stderr
+    made = json.loads(cli("keys", "create", "--name", agent_name, "--json", *seeded.args).stdout)
+    assert made["key"] and made["scope"] == "read_write" and made["agent"] is None
     bad = cli("keys", "create", "--name", "x", "--scope", "root", *seeded.args)
     assert bad.exit_code == 2
     assert bad.stderr == "error: bad --scope 'root': use read_write or read_only\n"
