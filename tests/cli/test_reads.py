@@ -42,6 +42,12 @@ def test_replay_of_an_unknown_session_or_agent_is_an_error(cli: Cli, seeded: See
     other = cli("replay", seeded.session, "--agent", "nobody-here", *seeded.args)
     assert other.exit_code == 1
     assert "no agent 'nobody-here'" in other.stderr and "agentledger agents" in other.stderr
+    elsewhere = cli("replay", "no-such-session", env=seeded.env)
+    assert elsewhere.exit_code == 1
+    assert elsewhere.stderr == (
+        f"error: no session 'no-such-session' for agent {seeded.agent!r} (--all-agents: any "
+        "agent's): `agentledger sessions` lists them\n"
+    )
     # --all-agents overrides AGENTLEDGER_AGENT
     env = {**seeded.env, "AGENTLEDGER_AGENT": "nobody-here"}
     assert cli("replay", seeded.session, "--all-agents", env=env).exit_code == 0

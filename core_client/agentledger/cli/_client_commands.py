@@ -52,7 +52,7 @@ def replay(
         events = ledger.replay(session_id, agent=who, all_agents=who is None, limit=limit)
         if not events:
             check_agent_known(ledger, who)
-            of = f" for agent {who!r}" if who else ""
+            of = f" for agent {who!r} (--all-agents: any agent's)" if who else ""
             raise fail(f"no session {session_id!r}{of}: `agentledger sessions` lists them")
     if as_json:
         _dump(events)
