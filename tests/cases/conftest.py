@@ -2,7 +2,7 @@
 real server, and its exported case.
 
 The example modules (``examples/regression_suite``) are imported by name, as the CLI does
-with ``--agent refund_agent:build_agent`` from that directory.
+with ``--factory refund_agent:build_agent`` from that directory.
 """
 
 from __future__ import annotations

@@ -35,7 +35,13 @@ def write(tmp_path: Path, document: Any, name: str = "case.json") -> Path:
 
 def run(path: Path) -> Any:
     return cli(
-        "cases", "run", path, "--agent", "refund_agent:build_agent", "--tools", "refund_tools:TOOLS"
+        "cases",
+        "run",
+        path,
+        "--factory",
+        "refund_agent:build_agent",
+        "--tools",
+        "refund_tools:TOOLS",
     )
 
 
@@ -114,7 +120,7 @@ def test_bad_specs_baseline_and_missing_dir_exit_2(
         ("no_such_module_xyz:f", "refund_tools:TOOLS", "no_such_module_xyz"),
         ("refund_agent:build_agent", "refund_tools:MISSING", "MISSING"),
     ]:
-        result = cli("cases", "run", path, "--agent", agent, "--tools", tools)
+        result = cli("cases", "run", path, "--factory", agent, "--tools", tools)
         assert result.exit_code == 2 and needle in result.output, result.output
     baseline = tmp_path / "old.json"
     baseline.write_text("{}")
@@ -122,7 +128,7 @@ def test_bad_specs_baseline_and_missing_dir_exit_2(
         "cases",
         "run",
         path,
-        "--agent",
+        "--factory",
         "refund_agent:build_agent",
         "--tools",
         "refund_tools:TOOLS",
@@ -177,3 +183,26 @@ def test_harness_errors_are_ledger_errors(monkeypatch: pytest.MonkeyPatch) -> No
         cases.ledger_target("http://127.0.0.1:9"),
     ):
         pass
+
+
+def test_agent_is_an_agent_name_and_the_factory_has_its_own_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README: Command line (``--agent`` always names an agent; ``cases run`` takes the
+    candidate with ``--factory``, and the old ``--agent module:factory`` still works with a
+    warning)."""
+    monkeypatch.chdir(EXAMPLE)
+    path = write(tmp_path, MINIMAL)
+    missing = cli("cases", "run", path, "--tools", "refund_tools:TOOLS")
+    assert missing.exit_code == 2 and "no candidate: pass --factory module:attribute" in (
+        missing.output
+    )
+    old = cli(
+        "cases", "run", path, "--agent", "refund_agent:build_agent", "--tools", "refund_tools:NO"
+    )
+    assert old.exit_code == 2
+    assert old.output.startswith(
+        "warning: --agent module:attribute is deprecated: pass the factory with --factory "
+        "(--agent names the agent the runs are logged under)\n"
+    )
+    assert "--tools: 'refund_tools' has no attribute 'NO'" in old.output  # factory taken

@@ -25,7 +25,7 @@ def test_committed_case_passes_and_the_skipping_candidate_fails(
         "cases",
         "run",
         "cases",
-        "--agent",
+        "--factory",
         "refund_agent:build_agent",
         "--tools",
         "refund_tools:TOOLS",
@@ -40,7 +40,7 @@ def test_committed_case_passes_and_the_skipping_candidate_fails(
         "cases",
         "run",
         "cases",
-        "--agent",
+        "--factory",
         "refund_agent:build_agent_skipping_verify",
         "--tools",
         "refund_tools:TOOLS",
@@ -54,7 +54,7 @@ def test_ci_snippet_runs_the_documented_command() -> None:
     workflow = yaml.safe_load((EXAMPLE / "ci.yml").read_text())
     steps = workflow["jobs"]["cases"]["steps"]
     run = next(s["run"] for s in steps if "agentledger cases run" in s.get("run", ""))
-    assert "--agent refund_agent:build_agent" in run and "--junit" in run
+    assert "--factory refund_agent:build_agent" in run and "--junit" in run
     readme = (EXAMPLE / "README.md").read_text()
     assert "Turn production sessions into regression tests" in readme
     assert "agentledger cases export --agent refund-bot --session duplicate-charge" in readme

@@ -88,7 +88,13 @@ def test_order_ids_replaced_when_asked_and_the_case_still_passes(
     assert new_id[0] == "A" and len(new_id) == 5 and new_id in case.inputs[0]
     monkeypatch.chdir(EXAMPLE)
     run = cli(
-        "cases", "run", path, "--agent", "refund_agent:build_agent", "--tools", "refund_tools:TOOLS"
+        "cases",
+        "run",
+        path,
+        "--factory",
+        "refund_agent:build_agent",
+        "--tools",
+        "refund_tools:TOOLS",
     )
     assert run.exit_code == 0, run.output
 

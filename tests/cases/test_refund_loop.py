@@ -33,7 +33,7 @@ def test_unchanged_agent_passes_three_of_three_and_skipping_verify_fails_the_gat
         "cases",
         "run",
         exported_case.parent,
-        "--agent",
+        "--factory",
         "refund_agent:build_agent",
         *RUN,
         "--runs",
@@ -53,7 +53,7 @@ def test_unchanged_agent_passes_three_of_three_and_skipping_verify_fails_the_gat
         "cases",
         "run",
         exported_case.parent,
-        "--agent",
+        "--factory",
         "refund_agent:build_agent_skipping_verify",
         *RUN,
         "--runs",
@@ -162,7 +162,7 @@ def test_runs_use_idempotency_keys_of_run_case_and_step(
         "cases",
         "run",
         exported_case,
-        "--agent",
+        "--factory",
         "refund_agent:build_agent",
         *RUN,
         "--url",
@@ -200,7 +200,7 @@ def test_console_script_exit_codes(exported_case: Path, tmp_path: Path) -> None:
             "cases",
             "run",
             str(exported_case.parent),
-            "--agent",
+            "--factory",
             "refund_agent:build_agent",
             *RUN,
         ],
@@ -212,11 +212,11 @@ def test_console_script_exit_codes(exported_case: Path, tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "gate passed" in ok.stdout
     bad = subprocess.run(
-        [exe, "cases", "run", str(exported_case.parent), "--agent", "refund_agent:no_such", *RUN],
+        [exe, "cases", "run", str(exported_case.parent), "--factory", "refund_agent:no_such", *RUN],
         cwd=EXAMPLE,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert bad.returncode == 2
-    assert "--agent" in bad.stderr and "no_such" in bad.stderr
+    assert "--factory" in bad.stderr and "no_such" in bad.stderr

@@ -47,6 +47,7 @@ def line_of(out: str, event_id: str) -> str:
 def test_why_prints_every_cause_once_with_its_id_and_edge_kind(
     run_ids: dict[str, str], args: list[str]
 ) -> None:
+    """README: Command line (why prints the tree of causes back to the root causes)."""
     out = run("why", run_ids["answer"], *args).stdout
     lines = out.splitlines()
     assert lines[0].startswith(f"why {run_ids['answer']}: {len(WHY_ANSWER)} event(s)")
@@ -70,6 +71,7 @@ def test_why_prints_every_cause_once_with_its_id_and_edge_kind(
 
 
 def test_impact_prints_what_a_tool_result_fed(run_ids: dict[str, str], args: list[str]) -> None:
+    """README: Command line (impact prints the tree of effects)."""
     out = run("impact", run_ids["result_a"], *args).stdout
     lines = out.splitlines()
     assert lines[0].startswith(f"impact of {run_ids['result_a']}: 3 event(s)")
@@ -159,10 +161,11 @@ def test_json_is_the_api_answer(
 
 def test_an_unknown_event_is_one_error_line(args: list[str]) -> None:
     for command in ("why", "impact"):
-        result = CliRunner().invoke(app, [command, str(uuid.uuid4()), *args])
-        assert result.exit_code == 1
-        assert "error:" in result.output and "404" in result.output
-        assert "Traceback" not in result.output
+        for as_json in ([], ["--json"]):
+            missing = str(uuid.uuid4())
+            result = CliRunner().invoke(app, [command, missing, *args, *as_json])
+            assert result.exit_code == 1
+            assert result.output == f"error: no event {missing}\n"
 
 
 def test_on_a_terminal_lines_fit_its_width_and_keep_their_ids(

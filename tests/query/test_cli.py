@@ -90,7 +90,8 @@ def test_baseline_table_and_json(ledger_server: Any, agent_name: str) -> None:
     report = json.loads(as_json.stdout)
     assert report["verdict"] in ("noticeable_drift", "significant_drift")
     bad = cli(ledger_server, "baseline", "--agent", agent_name, "--window", "1y")
-    assert bad.returncode == 1 and "window" in bad.stderr
+    assert bad.returncode == 2  # a usage mistake
+    assert bad.stderr == "error: bad --window: window must be one of 24h, 7d, 30d\n"
 
 
 def test_baseline_plot(ledger_server: Any, agent_name: str, tmp_path: Path) -> None:

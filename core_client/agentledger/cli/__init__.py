@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import typer
 
-from agentledger.cli import _client_commands, _lineage_commands, _query_commands
+from agentledger.cli import (
+    _client_commands,
+    _lineage_commands,
+    _memory_commands,
+    _query_commands,
+)
 from agentledger.cli._cases_commands import cases_app
 from agentledger.cli._cases_forget import cases_forget
 from agentledger.cli._demo_commands import demo
+from agentledger.cli._keys_commands import keys_app
 from agentledger.cli._mcp_commands import mcp, mcp_proxy
 from agentledger.cli._server_commands import keys_admin, serve
 
@@ -30,6 +36,8 @@ app = typer.Typer(
 _lineage_commands.register(app)
 _client_commands.register(app)
 _query_commands.register(app)
+_memory_commands.register(app)
+app.add_typer(keys_app, name="keys")
 app.command("serve")(serve)
 app.command("keys-admin")(keys_admin)
 app.command("demo")(demo)

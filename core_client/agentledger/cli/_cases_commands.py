@@ -20,7 +20,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from agentledger.cli._errors import NO_AGENT, explain
+from agentledger.cli._output import console as _console
 from agentledger.cli._output import missing_extra
+from agentledger.cli.options import AgentOpt, KeyOpt, UrlOpt
 
 __all__ = ["cases_app"]
 
@@ -39,7 +42,7 @@ def _fail(console: Console, message: str, code: int) -> typer.Exit:
 @cases_app.command("export")
 def export(
     out: Annotated[Path, typer.Option("--out", help="Directory the case files go to.")],
-    agent: Annotated[str, typer.Option(help="Source agent.")],
+    agent: AgentOpt = None,
     session: Annotated[
         list[str] | None, typer.Option("--session", help="Session id (repeatable).")
     ] = None,
@@ -47,10 +50,8 @@ def export(
         str | None, typer.Option(help="Also export the sessions of search hits for these words.")
     ] = None,
     limit: Annotated[int, typer.Option(help="Search hits to take.", min=1)] = 10,
-    url: Annotated[str | None, typer.Option(help="Server URL (default AGENTLEDGER_URL).")] = None,
-    api_key: Annotated[
-        str | None, typer.Option(help="API key (default AGENTLEDGER_API_KEY).")
-    ] = None,
+    url: UrlOpt = None,
+    api_key: KeyOpt = None,
     force: Annotated[bool, typer.Option(help="Export even when the chain is broken.")] = False,
     order_ids: Annotated[
         bool, typer.Option(help="Also replace order-like ids (A1234, ORD-99812).")
@@ -67,15 +68,17 @@ def export(
         raise missing_extra("cases export", "langchain", error) from error
     from agentledger.client import ConfigurationError, Ledger, LedgerError
 
-    console = Console(stderr=True)
+    console = _console(stderr=True)
     try:
         ledger = Ledger(url=url, api_key=api_key, agent=agent, spill_dir=None)
     except ConfigurationError as error:
-        raise _fail(console, str(error), 2) from error
+        raise _fail(console, explain(error, url or ""), 2) from error
     try:
+        if ledger.agent is None:
+            raise _fail(console, NO_AGENT, 2)
         result = export_cases(
             ledger,
-            agent=agent,
+            agent=ledger.agent,
             sessions=session or [],
             search=search,
             limit=limit,
@@ -87,7 +90,9 @@ def export(
         )
     except ChainBrokenError as error:
         raise _fail(console, str(error), 1) from error
-    except (LedgerError, ValueError) as error:
+    except LedgerError as error:
+        raise _fail(console, explain(error, ledger.url), 2) from error
+    except ValueError as error:
         raise _fail(console, str(error), 2) from error
     finally:
         ledger.close(timeout_s=1.0)
@@ -104,10 +109,15 @@ def export(
 @cases_app.command("run")
 def run(
     cases_dir: Annotated[Path, typer.Argument(help="Case file or directory of case files.")],
-    agent: Annotated[
-        str, typer.Option("--agent", help="Candidate factory module:attribute (tools -> agent).")
-    ],
     tools: Annotated[str, typer.Option("--tools", help="Real tools module:attribute (a list).")],
+    factory: Annotated[
+        str | None,
+        typer.Option(
+            "--factory",
+            help="The candidate agent: module:attribute of a factory (tools -> agent).",
+            show_default=False,
+        ),
+    ] = None,
     runs: Annotated[int, typer.Option(help="Runs per case.", min=1)] = 1,
     report: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
     baseline: Annotated[
@@ -118,9 +128,15 @@ def run(
         str | None, typer.Option(help="Log runs to this server (default: an embedded one).")
     ] = None,
     api_key: Annotated[str | None, typer.Option(help="API key for --url.")] = None,
-    agent_name: Annotated[
-        str, typer.Option(help="Agent name the runs are logged under.")
-    ] = "agentledger-cases",
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            "--agent-name",
+            help="Agent name the runs are logged under (default agentledger-cases).",
+            show_default=False,
+        ),
+    ] = None,
     min_pass_rate: Annotated[
         float | None,
         typer.Option(help="Rate for non-safety checks that set none (0..1).", min=0.0, max=1.0),
@@ -149,16 +165,26 @@ def run(
     except ImportError as error:
         raise missing_extra("cases run", "langchain", error) from error
 
-    console = Console(stderr=True)
+    console = _console(stderr=True)
     out = Console()
     if not out.is_terminal:  # CI logs: wide enough for case ids and check texts
         out = Console(width=160)
+    if agent is not None and ":" in agent and factory is None:  # the old meaning of --agent
+        console.print(
+            "[bold yellow]warning:[/] --agent module:attribute is deprecated: pass the factory "
+            "with --factory (--agent names the agent the runs are logged under)",
+            soft_wrap=True,
+        )
+        factory, agent = agent, None
+    if factory is None:
+        raise _fail(console, "no candidate: pass --factory module:attribute", 2)
+    agent_name = agent or "agentledger-cases"
     try:
         cases = load_cases(cases_dir)
-        factory = load_object(agent, "--agent")
+        candidate = load_object(factory, "--factory")
         real_tools = load_object(tools, "--tools")
-        if not callable(factory):
-            raise SpecError(f"--agent: {agent!r} is not callable")
+        if not callable(candidate):
+            raise SpecError(f"--factory: {factory!r} is not callable")
         if callable(real_tools) and not isinstance(real_tools, list | tuple):
             real_tools = real_tools()
         if not isinstance(real_tools, list | tuple):
@@ -175,7 +201,7 @@ def run(
         ):
             suite = run_suite(
                 cases,
-                factory=factory,
+                factory=candidate,
                 tools=list(real_tools),
                 target=target,
                 runs=runs,
@@ -215,7 +241,7 @@ def record(
     except ImportError as error:
         raise missing_extra("cases record", "langchain", error) from error
 
-    console = Console(stderr=True)
+    console = _console(stderr=True)
     try:
         case = load_case(case_file)
         real_tools = load_object(tools, "--tools")

@@ -1,8 +1,10 @@
 """Client commands: ``replay``, ``verify``, ``export``, ``import``, ``tail``,
 ``sessions``, ``agents``.
 
-Each prints rich output on a terminal or JSON with ``--json``; an error prints one line to
-stderr and exits 1 (``verify`` also exits 1 when the chain is not intact).
+Each prints rich output for people or JSON with ``--json``; an error prints one line to
+stderr and exits 1, or 2 for a usage mistake (``verify`` also exits 1 when the chain is not
+intact). An unknown agent or session is an error, never an empty table. ``--agent`` falls back
+to ``AGENTLEDGER_AGENT`` everywhere.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from typing import Annotated
 
 import orjson
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from agentledger.cli._errors import NO_AGENT
+from agentledger.cli._output import check_agent_known, fail
 from agentledger.cli._output import console as _console
 from agentledger.cli._output import dump as _dump
 from agentledger.cli._output import err as _err
@@ -34,23 +37,35 @@ def replay(
     url: UrlOpt = None,
     api_key: KeyOpt = None,
     agent: Annotated[
-        str | None, typer.Option("--agent", help="Only this agent's events (default: all).")
+        str | None,
+        typer.Option(
+            "--agent", help="Only this agent's events (env AGENTLEDGER_AGENT; default: all)."
+        ),
     ] = None,
+    all_agents: Annotated[
+        bool, typer.Option("--all-agents", help="Every agent's events, even with --agent set.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print a session as a timeline, oldest first: time, event type, data."""
+    """Print a session oldest first: time, event id, event indented under its cause."""
     with _ledger(url, api_key, agent) as ledger:
-        events = ledger.replay(session_id, agent=agent, all_agents=agent is None, limit=limit)
+        who = None if all_agents else ledger.agent
+        events = ledger.replay(session_id, agent=who, all_agents=who is None, limit=limit)
+        if not events:
+            check_agent_known(ledger, who)
+            of = f" for agent {who!r} (--all-agents: any agent's)" if who else ""
+            raise fail(f"no session {session_id!r}{of}: `agentledger sessions` lists them")
     if as_json:
         _dump(events)
         return
     from agentledger.timeline import session_table
 
-    _console().print(session_table(events, title=f"session {session_id}: {len(events)} events"))
+    title = f"session {session_id}: {len(events)} events" + (f" of {who}" if who else "")
+    _console().print(session_table(events, title=title, ids=True))
 
 
 def verify(
-    agent: Annotated[str | None, typer.Option("--agent", help="Agent whose chain to verify.")],
+    agent: AgentOpt = None,
     anchor: Annotated[
         str | None, typer.Option(help="A chain_hash saved earlier that must still be on it.")
     ] = None,
@@ -60,7 +75,11 @@ def verify(
 ) -> None:
     """Verify an agent's hash chain; exit status 1 when it is not intact."""
     with _ledger(url, api_key, agent) as ledger:
+        if ledger.agent is None:
+            raise fail(NO_AGENT, 2)
         report = ledger.verify_chain(anchor=anchor)
+        if report.chain_head is None or not report.chain_head.sequence_no:
+            check_agent_known(ledger, ledger.agent)
     if as_json:
         _dump(report)
     else:
@@ -79,26 +98,41 @@ def verify(
 
 
 def export(
-    agent: Annotated[str | None, typer.Option("--agent", help="Agent to export.")] = None,
+    agent: AgentOpt = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="NDJSON file (default: stdout).")
     ] = None,
     url: UrlOpt = None,
     api_key: KeyOpt = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="With -o: print the summary as JSON (the events are NDJSON anyway)."
+        ),
+    ] = False,
 ) -> None:
     """Export an agent's events as NDJSON, oldest first (streamed)."""
     with _ledger(url, api_key, agent) as ledger:
+        if ledger.agent is None:
+            raise fail(NO_AGENT, 2)
         if output is None:
             count = ledger.export_events(sys.stdout.buffer, progress=False)
             sys.stdout.flush()
         else:
-            count = ledger.export_events(output)  # a progress bar when stderr is a terminal
-    if output is not None:
-        Console(stderr=True).print(f"exported {count} events to {output}")
+            count = ledger.export_events(output, progress=False if as_json else None)
+        if count == 0:
+            check_agent_known(ledger, ledger.agent)
+    if output is not None and as_json:
+        _dump({"agent": ledger.agent, "events": count, "output": str(output)})
+    elif output is not None:  # a progress bar went to stderr when it is a terminal
+        _console(stderr=True).print(f"exported {count} events of {ledger.agent} to {output}")
 
 
 def import_(
-    source: Annotated[Path, typer.Argument(help="NDJSON file written by export.")],
+    source: Annotated[
+        Path,
+        typer.Argument(help="NDJSON file written by export.", exists=True, dir_okay=False),
+    ],
     agent: Annotated[
         str | None, typer.Option("--agent", help="Rename every event to this agent.")
     ] = None,
@@ -127,7 +161,7 @@ def import_(
 
 
 def tail(
-    agent: Annotated[str | None, typer.Option("--agent", help="Agent to follow.")] = None,
+    agent: AgentOpt = None,
     interval_s: Annotated[float, typer.Option("--interval", help="Poll interval (s).")] = 1.0,
     last: Annotated[int, typer.Option(help="Events shown before following.")] = 10,
     count: Annotated[int | None, typer.Option(help="Stop after printing this many events.")] = None,
@@ -135,15 +169,20 @@ def tail(
     api_key: KeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Follow an agent's new events (Ctrl-C to stop); ``--json`` prints NDJSON lines."""
+    """Follow an agent's new events (Ctrl-C to stop); --json prints NDJSON lines."""
     from agentledger.timeline import event_line
 
     console = _console()
     printed = 0
     seen: dict[str, None] = {}
     with _ledger(url, api_key, agent) as ledger:
-        page = ledger.list_events(limit=max(1, last)) if last > 0 else []
-        newest = page[0].timestamp if page else None
+        if ledger.agent is None:
+            raise fail(NO_AGENT, 2)
+        first = ledger.list_events(limit=max(1, last))
+        if not first:
+            check_agent_known(ledger, ledger.agent)
+        newest = first[0].timestamp if first else None  # newest first; --last 0 shows none
+        page = first[: max(0, last)]
         try:
             while True:
                 for event in reversed(page):
@@ -179,9 +218,11 @@ def sessions(
     api_key: KeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """List an agent's sessions, newest first."""
+    """List sessions, newest first: one agent's, or those of every agent the key may read."""
     with _ledger(url, api_key, agent) as ledger:
         rows = ledger.sessions(limit=limit)
+        if not rows:
+            check_agent_known(ledger, ledger.agent)
     if as_json:
         _dump(rows)
         return

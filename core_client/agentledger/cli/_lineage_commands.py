@@ -16,17 +16,31 @@ from urllib.parse import quote
 import httpx
 import typer
 
+from agentledger.cli._errors import exit_status, explain
 from agentledger.cli._output import console as _console
 from agentledger.cli._output import dump as _dump
-from agentledger.cli._output import err as _err
+from agentledger.cli._output import fail as _fail
 from agentledger.cli._output import open_ledger as _ledger
-from agentledger.cli.options import AgentOpt, JsonOpt, KeyOpt, UrlOpt
-from agentledger.client import LedgerError, resolve_api_key, resolve_url
+from agentledger.cli.options import JsonOpt, KeyOpt, UrlOpt
+from agentledger.client import (
+    APIStatusError,
+    AuthenticationError,
+    ConfigurationError,
+    LedgerError,
+    NotFoundError,
+    PermissionDeniedError,
+    TransportError,
+    UnprocessableEntityError,
+    resolve_api_key,
+    resolve_url,
+)
 from agentledger.protocol import limits
 
 __all__ = ["register"]
 
 _RAISE = "--depth or --limit"
+#: The wire field a 422 names -> the argument it came from.
+_ID: Final = {"event_id": "EVENT_ID"}
 #: How long ``--json`` waits for the API's answer (seconds).
 _TIMEOUT_S: Final = 60.0
 
@@ -38,35 +52,52 @@ LimitOpt = Annotated[
 ]
 
 
+_BY_STATUS: Final[dict[int, type[APIStatusError]]] = {
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    422: UnprocessableEntityError,
+}
+
+
 def _api_answer(
     url: str | None, api_key: str | None, what: str, event_id: str, depth: int, limit: int
 ) -> Any:
     """The API's JSON answer to one lineage read, as it came (for ``--json``; the client's
-    result objects keep only the members they name). An error prints one line and exits 1."""
+    result objects keep only the members they name). An error is told as the client's
+    errors are (``_errors``)."""
     try:
         base = resolve_url(url)
+        key = resolve_api_key(api_key)
+        if not key:
+            raise ConfigurationError("an API key is required")
     except LedgerError as error:
-        _err(str(error))
-        raise typer.Exit(1) from error
-    key = resolve_api_key(api_key)
+        raise _fail(explain(error, url or ""), exit_status(error)) from error
     path = f"/v1/events/{quote(event_id, safe='')}/{what}"
     try:
-        response = httpx.get(
-            base + path,
-            params={"depth": depth, "limit": limit},
-            headers={"Authorization": f"Bearer {key}"} if key else {},
-            timeout=_TIMEOUT_S,
-        )
-    except httpx.HTTPError as error:
-        _err(f"cannot reach the ledger at {base}: {error}")
-        raise typer.Exit(1) from error
-    if response.status_code >= 400:
         try:
-            detail = response.json().get("detail")
-        except ValueError:
-            detail = response.text
-        _err(f"GET {path} -> {response.status_code}: {detail}")
-        raise typer.Exit(1)
+            response = httpx.get(
+                base + path,
+                params={"depth": depth, "limit": limit},
+                headers={"Authorization": f"Bearer {key}"},
+                timeout=_TIMEOUT_S,
+            )
+        except httpx.HTTPError as error:
+            raise TransportError(str(error), method="GET", url=base + path) from error
+        if response.status_code >= 400:
+            try:
+                detail = response.json().get("detail")
+            except ValueError:
+                detail = response.text
+            kind = _BY_STATUS.get(response.status_code, APIStatusError)
+            raise kind(
+                f"GET {path} -> {response.status_code}",
+                status_code=response.status_code,
+                detail=detail,
+                request_id=response.headers.get("x-request-id"),
+            )
+    except LedgerError as error:
+        raise _fail(explain(error, base, _ID), exit_status(error)) from error
     return response.json()
 
 
@@ -79,7 +110,6 @@ def why(
     limit: LimitOpt = limits.LINEAGE_LIMIT_DEFAULT,
     url: UrlOpt = None,
     api_key: KeyOpt = None,
-    agent: AgentOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Why an event happened: the events it was computed from, as a tree of causes."""
@@ -88,7 +118,7 @@ def why(
     if as_json:
         _dump(_api_answer(url, api_key, "why", event_id, depth, limit))
         return
-    with _ledger(url, api_key, agent) as ledger:
+    with _ledger(url, api_key, None, options=_ID) as ledger:
         result = ledger.why(event_id, depth=depth, limit=limit)
     print_lineage(_console(), result, how_to_raise=_RAISE)
 
@@ -102,7 +132,6 @@ def impact(
     limit: LimitOpt = limits.LINEAGE_LIMIT_DEFAULT,
     url: UrlOpt = None,
     api_key: KeyOpt = None,
-    agent: AgentOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """What an event affected: every event computed from it, as a tree of effects."""
@@ -111,7 +140,7 @@ def impact(
     if as_json:
         _dump(_api_answer(url, api_key, "impact", event_id, depth, limit))
         return
-    with _ledger(url, api_key, agent) as ledger:
+    with _ledger(url, api_key, None, options=_ID) as ledger:
         result = ledger.impact(event_id, limit=limit, depth=depth)
         asked = ledger.get_event(event_id)
     print_lineage(_console(), result, asked, how_to_raise=_RAISE)

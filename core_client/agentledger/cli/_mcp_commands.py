@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from agentledger.cli._errors import NO_AGENT, explain
 from agentledger.cli.options import AgentOpt, KeyOpt, UrlOpt
 from agentledger.client import AsyncLedger, ConfigurationError, Ledger
 
@@ -43,7 +44,7 @@ def mcp(url: UrlOpt = None, api_key: KeyOpt = None, agent: AgentOpt = None) -> N
     try:
         ledger = AsyncLedger(url, api_key, agent)
     except ConfigurationError as error:
-        raise _fail(str(error)) from error
+        raise _fail(explain(error, url or "")) from error
     asyncio.run(serve_stdio(ledger))
 
 
@@ -98,10 +99,10 @@ def mcp_proxy(
     try:
         ledger = Ledger(url, api_key, agent, **spill)
     except ConfigurationError as error:
-        raise _fail(str(error)) from error
+        raise _fail(explain(error, url or "")) from error
     if ledger.agent is None:
         ledger.close(timeout_s=0)
-        raise _fail("no agent: pass --agent NAME or set AGENTLEDGER_AGENT")
+        raise _fail(NO_AGENT)
     try:
         code = run_proxy(command, ledger, session_id=session, flush_timeout_s=flush_timeout)
     except ChildStartError as error:

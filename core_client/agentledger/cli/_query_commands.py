@@ -17,13 +17,15 @@ import orjson
 import typer
 from rich.table import Table
 
+from agentledger.cli._errors import NO_AGENT
+from agentledger.cli._output import check_agent_known, fail
 from agentledger.cli._output import console as _console
 from agentledger.cli._output import dump as _dump
 from agentledger.cli._output import err as _err
 from agentledger.cli._output import open_ledger as _ledger
 from agentledger.cli.options import AgentOpt, JsonOpt, KeyOpt, UrlOpt
 
-__all__ = ["plot_report", "register"]
+__all__ = ["plot_report", "register", "why_no_verdict"]
 
 _VERDICT_STYLE = {
     "stable": "green",
@@ -92,6 +94,32 @@ def plot_report(report: dict[str, Any], path: Path, *, top: int = 12) -> None:
     plt.close(fig)
 
 
+def why_no_verdict(report: dict[str, Any], recent_window: int, window: str | None) -> str:
+    """Why an ``insufficient_data`` report has no verdict, and what to do about it."""
+    needed = report.get("needed") or {}
+    sessions = report.get("sessions") or {}
+    least = int(needed.get("baseline_sessions") or 0)
+    least_recent = int(needed.get("recent_sessions") or least)
+    base, recent = int(sessions.get("baseline", 0)), int(sessions.get("recent", 0))
+    total = base + recent
+    if window is not None:
+        return (
+            f"no verdict yet: the recent window is the sessions started in the last {window} "
+            f"({recent}) and the baseline is the sessions before them ({base}); each needs at "
+            f"least {least}. Log more sessions, try another --window, or compare by count "
+            "with --recent-window N."
+        )
+    text = (
+        f"no verdict yet: the recent window is the last {recent_window} sessions "
+        f"(--recent-window) and the baseline is the sessions before them; the baseline needs "
+        f"at least {least} sessions and the recent window {least_recent}, so a verdict needs "
+        f"{recent_window + least} sessions and this agent has {total}."
+    )
+    if total >= least + least_recent:
+        return text + f" Compare a smaller window: --recent-window {total - least}."
+    return text + f" Log more sessions: any verdict needs at least {least + least_recent}."
+
+
 def baseline(
     agent: AgentOpt = None,
     recent_window: Annotated[int, typer.Option(help="Recent window: the last N sessions.")] = 50,
@@ -107,7 +135,12 @@ def baseline(
 ) -> None:
     """Compare an agent's recent sessions with its earlier ones (drift verdict)."""
     with _ledger(url, api_key, agent) as ledger:
+        if ledger.agent is None:
+            raise fail(NO_AGENT, 2)
         result = ledger.baseline(recent_window=recent_window, window=window)
+        counts = result.raw.get("sessions") or {}
+        if not counts.get("baseline") and not counts.get("recent"):
+            check_agent_known(ledger, ledger.agent)
     report = result.raw
     if plot is not None:
         try:
@@ -129,7 +162,7 @@ def baseline(
     )
     drift = report.get("drift") or {}
     if verdict == "insufficient_data":
-        console.print(str(drift.get("reason", "")))
+        console.print(why_no_verdict(report, recent_window, window), markup=False)
     for reason in drift.get("reasons", []):
         console.print(f"  - {reason}")
     metrics = Table(title="per session", show_lines=False)
@@ -178,8 +211,12 @@ def at(
     as_json: JsonOpt = False,
 ) -> None:
     """Print an agent's key/value state (state_set / state_delete) at a point in time."""
-    with _ledger(url, api_key, agent) as ledger:
+    with _ledger(url, api_key, agent, options={"timestamp": "--time"}) as ledger:
+        if ledger.agent is None:
+            raise fail(NO_AGENT, 2)
         state = ledger.at(time)
+        if state.event_count == 0:
+            check_agent_known(ledger, ledger.agent)
     if as_json:
         _dump(state)
         return

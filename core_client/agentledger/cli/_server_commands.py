@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from agentledger.cli._output import missing_extra
+from agentledger.cli._output import fail, missing_extra
 
 __all__ = ["keys_admin", "serve"]
 
@@ -16,7 +16,7 @@ DbOpt = Annotated[str, typer.Option(help="SQLite file path (or postgresql:// URL
 def serve(
     db: DbOpt = "agentledger.db",
     host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
+    port: Annotated[int, typer.Option(help="TCP port (0: any free port, printed).")] = 8765,
     dev_key: Annotated[
         str | None,
         typer.Option(
@@ -59,8 +59,7 @@ def serve(
             log_level=log_level,
         )
     except (admin.StartupRefused, ValueError) as error:
-        typer.echo(f"agentledger serve: {error}", err=True)
-        raise typer.Exit(2) from None
+        raise fail(f"agentledger serve: {error}", 2) from None
 
 
 def keys_admin(

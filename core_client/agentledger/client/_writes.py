@@ -36,6 +36,30 @@ _REMEMBERED_CALLS: Final = 4096
 _MAX_EVENT_TYPE_CHARS: Final = limits.MAX_EVENT_TYPE_CHARS
 _MAX_SESSION_CHARS: Final = limits.MAX_SESSION_CHARS
 
+_VOCABULARY: Final = frozenset(vocab.EVENT_TYPES)
+#: Event types outside the vocabulary already warned about in this process.
+_WARNED_TYPES: set[str] = set()
+_WARNED_LOCK: Final = threading.Lock()
+
+
+def _warn_if_outside_vocabulary(event: str) -> None:
+    """Warn once per process and type when ``event`` is not a vocabulary name (it is still
+    logged: custom types are allowed, but a typo of ``tool_call`` would silently stay out
+    of every view that reads the vocabulary). A namespaced type (``livekit.metrics``) is an
+    integration's own on purpose and is not warned about."""
+    if event in _VOCABULARY or event in _WARNED_TYPES or "." in event:
+        return
+    with _WARNED_LOCK:
+        if event in _WARNED_TYPES:
+            return
+        _WARNED_TYPES.add(event)
+    logger.warning(
+        "agentledger: event type %r is not in the event vocabulary "
+        "(agentledger.client.vocabulary.EVENT_TYPES); it is logged as a custom type. "
+        "Shown once per type.",
+        event,
+    )
+
 
 def _time_ns(value: dt.datetime | str | float | None) -> int:
     if value is None:
@@ -178,6 +202,7 @@ class EventWrites:
             if problem is not None:
                 self._sender.reject(problem, event_id)
                 return EventRef(event_id, name or "", session_id, time_ns)
+            _warn_if_outside_vocabulary(event)
             max_chars = self.max_string_chars
             raw = b"{}" if data is None else snapshot(data, max_string_chars=max_chars)
             if raw[:1] != b"{":  # data must be a JSON object: wrap anything else

@@ -34,7 +34,7 @@ from agentledger.testing import EmbeddedServer
 
 __all__ = ["RunTarget", "SpecError", "ledger_target", "load_object", "run_suite"]
 
-#: Agent name the runs are logged under (``--agent-name``).
+#: Agent name the runs are logged under (``--agent``).
 DEFAULT_RUN_AGENT = "agentledger-cases"
 
 Progress = Callable[[str, int], None]
@@ -49,7 +49,7 @@ def load_object(spec: str, what: str) -> Any:
 
     Args:
         spec: ``"pkg.module:name"`` (``name`` may be dotted).
-        what: the option it came from, for the error (``"--agent"``).
+        what: the option it came from, for the error (``"--factory"``).
 
     Raises:
         SpecError: bad syntax, module not importable or attribute missing.

@@ -153,6 +153,7 @@ def _run(
         _print_next_steps(
             console,
             url=url if live else DEFAULT_URL,
+            api_key=api_key if live and db is not None else None,
             agent=agent,
             session_id=session_id,
             db=None if live else db,
@@ -176,13 +177,16 @@ def _print_next_steps(
     console: Console,
     *,
     url: str,
+    api_key: str | None,
     agent: str,
     session_id: str,
     db: Path | None,
     answer: str,
     dashboard: bool,
 ) -> None:
-    """Where to look next. ``db`` set: the server is gone, say how to serve the file again."""
+    """Where to look next, as commands that work when pasted. ``db`` set: the server is
+    gone, say how to serve the file again; ``api_key`` set: the embedded server keeps
+    running, name its URL and dev key; neither: the user's own server (``--url``)."""
     console.rule("[bold]where to look next")
     say = functools.partial(console.print, soft_wrap=True)  # keep URLs whole (clickable)
     if db is not None:
@@ -190,6 +194,17 @@ def _print_next_steps(
         say(f"    agentledger serve --db {db} --dev-key dev")
         say("  (or run [bold]agentledger demo --keep-serving[/]), then:")
         say(f"    export AGENTLEDGER_API_KEY=dev AGENTLEDGER_AGENT={agent}")
+    elif api_key is not None:
+        say("• while this server runs (until Ctrl-C), in another shell:")
+        say(
+            f"    export AGENTLEDGER_URL={url} AGENTLEDGER_API_KEY={api_key} "
+            f"AGENTLEDGER_AGENT={agent}"
+        )
+    else:
+        say(
+            f"    export AGENTLEDGER_URL={url} AGENTLEDGER_AGENT={agent}"
+            "  # and your AGENTLEDGER_API_KEY"
+        )
     say(f"• the session:  agentledger replay {session_id}")
     say(f"• why this answer:  agentledger why {answer}")
     if dashboard:

@@ -126,12 +126,15 @@ def session_table(
     title: str | None = None,
     offsets: bool = False,
     limit: int = 70,
+    ids: bool = False,
 ) -> Table:
     """Events oldest first, one row each, indented under their parent and described by
     :func:`describe`; the first column is the time of day, or with ``offsets`` the
-    milliseconds since the first event."""
+    milliseconds since the first event; with ``ids`` the second is the full event id."""
     table = Table(title=title, show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("+ms" if offsets else "time", justify="right", style="dim", no_wrap=True)
+    if ids:
+        table.add_column("event id", no_wrap=True)
     table.add_column("event (indented under its parent)", no_wrap=True, overflow="ellipsis")
     start = events[0].time() if events else None
     depths = event_depths(events)
@@ -142,7 +145,10 @@ def session_table(
             when = clock(event.timestamp)
         line = Text("  " * depths.get(event.event_id, 0))
         line.append(describe(event, limit), style=_STYLES.get(event.event, ""))
-        table.add_row(when, line)
+        if ids:
+            table.add_row(when, event.event_id, line)
+        else:
+            table.add_row(when, line)
     return table
 
 

@@ -3,6 +3,8 @@ package (the command line itself lives in :mod:`agentledger.cli`)."""
 
 from __future__ import annotations
 
+import errno
+import socket
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,11 +31,13 @@ def serve(
     log_level: str = "warning",
 ) -> None:
     """Build the app from the environment and these overrides, and run it with uvicorn
-    until it is stopped. Prints where it serves on stderr (a database URL without password).
+    until it is stopped. Once it listens, prints where it serves on stderr: the address it
+    is bound to (the real port when ``port`` is 0), a database URL without its password,
+    and, when the dev key is honoured, the dashboard link that opens without a login.
 
     Args:
         db: the ledger database (file path, ``sqlite:///`` or ``postgresql://`` URL).
-        host: interface to listen on; port: TCP port.
+        host: interface to listen on; port: TCP port (0: any free port).
         dev_key: a read-write key accepted as is (development only).
         chain_key: HMAC key of the hash chain; ``None`` for plain SHA-256 links.
         redact_patterns: extra redaction pattern names (see ``agentledger.protocol.redaction``).
@@ -41,7 +45,8 @@ def serve(
         log_level: uvicorn's log level.
 
     Raises:
-        StartupRefused: the settings are unsafe or inconsistent (before anything listens).
+        StartupRefused: the settings are unsafe or inconsistent, or the address cannot be
+            listened on (before anything is printed).
         ValueError: a setting is invalid.
     """
     import uvicorn
@@ -61,13 +66,21 @@ def serve(
         from sqlalchemy.engine.url import make_url
 
         shown = make_url(shown).render_as_string(hide_password=True)
-    sys.stderr.write(f"agentledger serving {shown} on http://{host}:{port}\n")
+    sock = _bind(host, port)
     token = application.state.dashboard_token
-    if token:  # the dev key is honoured: the link that opens the dashboard without a login
-        shown_host = f"[{host}]" if ":" in host else host
-        sys.stderr.write(f"dashboard: http://{shown_host}:{port}/ui/?token={token}\n")
-    sys.stderr.flush()
-    uvicorn.run(
+
+    class Announcing(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:
+                bound_host, bound_port = sock.getsockname()[:2]
+                where = f"[{bound_host}]" if ":" in bound_host else bound_host
+                sys.stderr.write(f"agentledger serving {shown} on http://{where}:{bound_port}\n")
+                if token:  # the dev key is honoured: the link that opens the dashboard
+                    sys.stderr.write(f"dashboard: http://{where}:{bound_port}/ui/?token={token}\n")
+                sys.stderr.flush()
+
+    config = uvicorn.Config(
         application,
         host=host,
         port=port,
@@ -75,7 +88,40 @@ def serve(
         access_log=False,
         timeout_graceful_shutdown=5,
     )
+    with sock:
+        Announcing(config).run(sockets=[sock])
     sys.stderr.flush()
+
+
+_BIND_HINTS = {
+    errno.EADDRINUSE: "the address is in use (another server?): stop it or pick another --port",
+    errno.EADDRNOTAVAIL: "this machine has no such address: check --host",
+    errno.EACCES: "permission denied (ports below 1024 need privileges): pick another --port",
+}
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (not listening yet).
+
+    Raises:
+        StartupRefused: the address cannot be resolved or bound, with what to change.
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except (OSError, UnicodeError) as error:
+        raise StartupRefused(f"cannot listen on {host}:{port}: unknown host ({error})") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as error:
+        sock.close()
+        hint = _BIND_HINTS.get(error.errno or 0, error.strerror or str(error))
+        raise StartupRefused(f"cannot listen on {host}:{port}: {hint}") from None
+    sock.set_inheritable(True)
+    return sock
 
 
 @dataclass(frozen=True)

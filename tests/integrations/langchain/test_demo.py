@@ -109,6 +109,8 @@ def test_demo_asks_for_langchain_openai_when_a_real_model_is_wanted(tmp_path: Pa
 
 
 def test_demo_keep_serving_until_interrupted(tmp_path: Path) -> None:
+    """README: Quickstart (``--keep-serving`` leaves the server running; its next steps
+    name the URL and key, so they work when pasted)."""
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
     env.pop("OPENAI_BASE_URL", None)
     proc = subprocess.Popen(
@@ -152,6 +154,29 @@ def test_demo_keep_serving_until_interrupted(tmp_path: Path) -> None:
         with httpx.Client(timeout=30.0) as browser:  # the dev-session link, then a page
             assert browser.get(link.group(1)).status_code == 303
             assert browser.get(f"{url}/ui/").status_code == 200
+        # The next steps name this server's URL and key, so pasting them works.
+        text = "".join(seen)
+        exported = re.search(r"^\s*export (AGENTLEDGER_URL=.*)$", text, re.MULTILINE)
+        assert exported is not None, text
+        pasted = dict(pair.split("=", 1) for pair in exported.group(1).split())
+        assert pasted == {
+            "AGENTLEDGER_URL": url,
+            "AGENTLEDGER_API_KEY": key,
+            "AGENTLEDGER_AGENT": "support-demo",
+        }
+        for step in ("the session", "why this answer"):
+            command = re.search(rf"{step}:\s+(agentledger \S+ \S+)$", text, re.MULTILINE)
+            assert command is not None, text
+            done = subprocess.run(
+                [_agentledger(), *command.group(1).split()[1:]],
+                env={k: v for k, v in os.environ.items() if not k.startswith("AGENTLEDGER_")}
+                | pasted,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert done.returncode == 0, done.stderr
+            assert events[0]["event_id"] in done.stdout
         proc.send_signal(signal.SIGINT)
         try:
             code = proc.wait(60)

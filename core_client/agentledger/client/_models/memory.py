@@ -131,7 +131,9 @@ class ForgetResult:
     """``forget()``: how many events were erased (tombstones keep the chain verifiable), where
     the value matched (``matched_in``: events per part, ``data`` and ``metadata``), and the
     sessions renamed because their id named the value (pseudonyms; ``events_amended`` kept
-    events rewritten with them)."""
+    events rewritten with them).
+
+    ``raw`` keeps the whole answer as it came (fields the server adds too)."""
 
     deleted_events: int
     filter: dict[str, Any]
@@ -140,6 +142,7 @@ class ForgetResult:
     matched_in: dict[str, int] = field(default_factory=dict)
     sessions_renamed: list[str] = field(default_factory=list)
     events_amended: int = 0
+    raw: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_wire(cls, obj: dict[str, Any]) -> ForgetResult:
@@ -151,4 +154,5 @@ class ForgetResult:
             matched_in={str(k): int(v) for k, v in dict(value_or(obj, "matched_in", {})).items()},
             sessions_renamed=[str(x) for x in value_or(obj, "sessions_renamed", [])],
             events_amended=int(value_or(obj, "events_amended", 0)),
+            raw=dict(obj),
         )
