@@ -213,6 +213,9 @@ async def test_suggestions_and_report_match_the_stored_events(db: Any, agent_nam
     for suggestion in found["suggestions"]:
         assert suggestion["evidence"] and set(suggestion["evidence"]) <= set(evidence)
     assert {s["category"] for s in found["suggestions"]} >= {"reliability", "cost"}
+    assert found["generated_by"] == "rules" and found["model"] is None
+    again = await db.suggestions(a, from_=since, to=until)
+    assert again["suggestions"] == found["suggestions"]  # refresh changes nothing
 
     report = await db.report(a, since, until)
     stored = [e async for e in db.iter_events(a)]
@@ -246,6 +249,23 @@ async def test_bad_ranges_name_the_field(db: Any, agent_name: str) -> None:
     with pytest.raises(zizkadb.ZizkaDBError) as info:
         await db.token_usage(agent_name, "yesterday", until)
     assert info.value.status_code == 422 and "from" in str(info.value)
+    for since, until, field in (
+        (None, "9999-12-31", "to"),  # the whole day would end past year 9999
+        ("0001-01-01T00:00+01:00", None, "from"),
+        (None, "0001-01-05", "to"),
+        ("2000-01-01", "9999-12-30", "from"),  # too many weekly buckets
+        ("2000-01-01", "2003-01-01T00:00", "granularity"),  # 26,304 hours
+    ):
+        params = {
+            "from": since,
+            "to": until,
+            "granularity": "hour" if field == "granularity" else None,
+        }
+        with pytest.raises(zizkadb.ZizkaDBError) as info:
+            await db._get(f"/v1/agents/{agent_name}/report", {k: v for k, v in params.items() if v})
+        assert info.value.status_code == 422 and f"'{field}'" in str(info.value), info.value
+    last = await db.report(agent_name, "9999-12-31T00:00", "9999-12-31T23:59:59")
+    assert last["summary"]["total_events"] == 0 and len(last["timeseries"]) == 24
 
 
 async def test_agent_bound_key_sees_only_its_agent(store_server: Any, agent_name: str) -> None:
@@ -348,3 +368,26 @@ def test_price_file_extends_the_table_and_bad_files_are_refused(
     with pytest.raises(RuntimeError) as info:
         broken.start(timeout_s=20)
     assert "models.m.input" in str(info.value) and str(bad) in str(info.value)
+
+
+def test_reference_doctor_passes_against_a_dev_key_server(server_factory: Any) -> None:
+    """README: Compatibility with zizkadb-sdk. The reference's ``zizkadb doctor --minimal``
+    passes: ``GET /health/deep`` names its database check and the keyless test write is
+    accepted on loopback."""
+    import subprocess
+    import sys
+
+    server = server_factory()
+    env = {k: v for k, v in os.environ.items() if k not in ("ZIZKADB_API_KEY", "DEV_API_KEY")}
+    doctor = str(Path(sys.executable).with_name("zizkadb"))
+    done = subprocess.run(
+        [doctor, "doctor", "--host", server.url, "--minimal", "--agent", "doctor-probe"],
+        capture_output=True,
+        text=True,
+        env={**env, "ZIZKADB_TELEMETRY": "false"},
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "database" in done.stdout and "Write test event" in done.stdout
+    agents = httpx.get(f"{server.url}/v1/agents", headers=server.headers()).json()
+    assert [a["agent"] for a in agents] == ["doctor-probe"]

@@ -72,7 +72,10 @@ def _buckets(since: str, until: str, granularity: str) -> list[str]:
     out = []
     while current < end:
         out.append(current.isoformat())
-        current += step
+        try:
+            current += step
+        except OverflowError:  # the last bucket of year 9999
+            break
     return out
 
 

@@ -37,6 +37,7 @@ SessionParam = Annotated[str | None, Query(max_length=MAX_SESSION_CHARS, pattern
 MaxEvents = Annotated[int, Query(ge=1, le=1_000_000)]
 DEFAULT_SPAN = timedelta(days=30)
 MAX_BUCKETS = 10_000
+_FIRST = datetime(1, 1, 2, tzinfo=UTC)
 
 
 def _bad(field: str, message: str) -> HTTPException:
@@ -53,21 +54,28 @@ def _time(value: str, field: str) -> datetime:
         raise _bad(field, f"{field} must be an ISO-8601 date or time, got {value!r}") from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    if field == "to" and len(text) == 10:  # a date: the whole day
-        parsed += timedelta(days=1)
+    try:
+        parsed = parsed.astimezone(UTC)
+        if field == "to" and len(text) == 10:  # a date: the whole day
+            parsed += timedelta(days=1)
+        if parsed < _FIRST:
+            raise OverflowError
+    except OverflowError:
+        raise _bad(field, f"{field} is out of range (years 1 to 9999, UTC)") from None
     return parsed
 
 
 def _granularity(value: str | None, since: datetime, until: datetime) -> str:
     span = until - since
+    field = "granularity"
     if value is None or value == "":
-        return (
-            "hour" if span <= timedelta(days=2) else "day" if span <= timedelta(days=92) else "week"
-        )
+        field = "from"
+        days = timedelta(days=1)
+        value = "hour" if span <= 2 * days else "day" if span <= 92 * days else "week"
     if value not in GRANULARITIES:
-        raise _bad("granularity", f"granularity must be one of {', '.join(GRANULARITIES)}")
+        raise _bad(field, f"granularity must be one of {', '.join(GRANULARITIES)}")
     if span / GRANULARITIES[value] > MAX_BUCKETS:
-        raise _bad("granularity", f"{value} buckets over this range exceed {MAX_BUCKETS:,}")
+        raise _bad(field, f"{value} buckets over this range exceed {MAX_BUCKETS:,}")
     return value
 
 
@@ -79,7 +87,12 @@ def _window(
     session_id: str | None,
 ) -> tuple[Window, str]:
     end = _time(until, "to") if until else datetime.now(UTC)
-    start = _time(since, "from") if since else end - DEFAULT_SPAN
+    if since:
+        start = _time(since, "from")
+    elif end - _FIRST < DEFAULT_SPAN:
+        raise _bad("to", "to is too early to take the default 30 days before it; give from")
+    else:
+        start = end - DEFAULT_SPAN
     if start >= end:
         raise _bad("from", "from must be earlier than to")
     window = Window(agents, format_ts(start), format_ts(end), session_id or None)
