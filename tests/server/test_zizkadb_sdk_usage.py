@@ -391,3 +391,31 @@ def test_reference_doctor_passes_against_a_dev_key_server(server_factory: Any) -
     assert "database" in done.stdout and "Write test event" in done.stdout
     agents = httpx.get(f"{server.url}/v1/agents", headers=server.headers()).json()
     assert [a["agent"] for a in agents] == ["doctor-probe"]
+
+
+async def test_a_session_report_needs_no_dates(db: Any, store_server: Any, agent_name: str) -> None:
+    """Given ``session_id`` and neither ``from`` nor ``to``, usage and report cover the whole
+    session, however old."""
+    usage = {"model": "gpt-4o", "input_tokens": 1000, "output_tokens": 100}
+    events = [
+        {
+            "agent": agent_name,
+            "event": "llm_end",
+            "session_id": "old",
+            "timestamp": ts,
+            "data": {"text": "a", "token_usage": usage},
+        }
+        for ts in ("2024-03-01T10:00:00Z", "2024-03-03T10:00:00Z")
+    ]
+    stored = httpx.post(
+        f"{store_server.url}/v1/events/batch",
+        json={"events": events},
+        headers=store_server.headers(),
+    )
+    assert stored.json()["written"] == 2, stored.text
+    report = await db._get(f"/v1/agents/{agent_name}/report", {"session_id": "old"})
+    assert report["summary"]["total_events"] == 2 and report["summary"]["active_days"] == 2
+    assert report["period"]["from"] == "2024-03-01T10:00:00.000000+00:00"
+    assert report["summary"]["total_cost"] == pytest.approx(2 * cost(GPT4O, 1000, 100))
+    recent = await db.token_usage(agent_name, *_range())
+    assert recent["totals"]["total_requests"] == 0

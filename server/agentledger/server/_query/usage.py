@@ -28,13 +28,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from agentledger.protocol.vocabulary import ERROR_EVENTS
 from agentledger.server._store._sql import SQLStore
 from agentledger.server._tables import events
 
-__all__ = ["Call", "Scan", "ToolOutput", "Usage", "Window", "normalize_usage", "scan"]
+__all__ = [
+    "Call",
+    "Scan",
+    "ToolOutput",
+    "Usage",
+    "Window",
+    "normalize_usage",
+    "scan",
+    "session_span",
+]
 
 #: ``finish_reason`` values that mean the answer was cut at the output limit.
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
@@ -267,8 +276,25 @@ def event_type_counts(found: Scan) -> Counter[str]:
 
 
 def later_calls(found: Scan, session_id: str | None, after: str) -> int:
-    """Model calls of ``session_id`` started after ``after`` (what a tool output is re-sent to)."""
+    """Model calls of ``session_id`` made after ``after`` (what a tool output is re-sent to):
+    its ``llm_start`` events, or its calls with usage when it has no ``llm_start``."""
     if session_id is None:
         return 0
-    stamps: Sequence[str] = found.llm_starts.get(session_id, ())
+    stamps: Sequence[str] = found.llm_starts.get(session_id, ()) or [
+        call.timestamp for call in found.calls if call.session_id == session_id
+    ]
     return sum(1 for stamp in stamps if stamp > after)
+
+
+def session_span(
+    store: SQLStore, session_id: str, agents: tuple[str, ...] | None
+) -> tuple[str, str] | None:
+    """First and last event time of a session (of ``agents``), or ``None`` when it has none."""
+    query = select(func.min(events.c.timestamp), func.max(events.c.timestamp)).where(
+        events.c.session_id == session_id
+    )
+    if agents is not None:
+        query = query.where(events.c.agent.in_(agents))
+    with store.reader() as conn:
+        first, last = conn.execute(query).one()
+    return (first, last) if first is not None else None

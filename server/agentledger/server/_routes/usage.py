@@ -21,7 +21,7 @@ from agentledger.server._http import StrictJSONRoute, json_response
 from agentledger.server._ingest import format_ts
 from agentledger.server._query.prices import PriceTable
 from agentledger.server._query.token_advice import improvement_suggestions, token_optimization
-from agentledger.server._query.usage import Scan, Window, scan
+from agentledger.server._query.usage import Scan, Window, scan, session_span
 from agentledger.server._query.usage_report import GRANULARITIES, report, token_usage
 from agentledger.server._schemas import AGENT_PATTERN, NO_NUL
 
@@ -79,13 +79,19 @@ def _granularity(value: str | None, since: datetime, until: datetime) -> str:
     return value
 
 
-def _window(
+async def _window(
+    request: Request,
     agents: tuple[str, ...] | None,
     since: str | None,
     until: str | None,
     granularity: str | None,
     session_id: str | None,
 ) -> tuple[Window, str]:
+    if session_id and not (since or until):  # the whole session
+        span = await run_in_threadpool(session_span, request.app.state.store, session_id, agents)
+        if span is not None:
+            since = span[0]
+            until = format_ts(datetime.fromisoformat(span[1]) + timedelta(microseconds=1))
     end = _time(until, "to") if until else datetime.now(UTC)
     if since:
         start = _time(since, "from")
@@ -118,7 +124,7 @@ async def agent_token_usage(
 ) -> Response:
     """Token usage of ``agent`` with the cache split, cost, breakdowns and a trend."""
     principal.check_agent(agent)
-    window, unit = _window((agent,), from_, to, granularity, session_id)
+    window, unit = await _window(request, (agent,), from_, to, granularity, session_id)
     found, prices = await _scan(request, window, max_events)
     return json_response(token_usage(found, prices, unit))
 
@@ -143,7 +149,9 @@ async def all_token_usage(
 ) -> Response:
     """Token usage of every agent the key may read (or of ``agent``), by agent, model and
     session."""
-    window, unit = _window(_agents_for(principal, agent), from_, to, granularity, session_id)
+    window, unit = await _window(
+        request, _agents_for(principal, agent), from_, to, granularity, session_id
+    )
     found, prices = await _scan(request, window, max_events)
     return json_response(token_usage(found, prices, unit))
 
@@ -161,7 +169,7 @@ async def agent_token_optimization(
 ) -> Response:
     """Token-saving suggestions from the stored usage (fixed rules, numbers cited)."""
     principal.check_agent(agent)
-    window, _ = _window((agent,), from_, to, granularity, session_id)
+    window, _ = await _window(request, (agent,), from_, to, granularity, session_id)
     found, prices = await _scan(request, window, max_events)
     return json_response(token_optimization(found, prices))
 
@@ -180,7 +188,7 @@ async def agent_suggestions(
     """Improvement suggestions (cost and reliability), each resting on cited evidence.
     ``refresh`` is accepted and changes nothing: answers are computed on every request."""
     principal.check_agent(agent)
-    window, _ = _window((agent,), from_, to, None, session_id)
+    window, _ = await _window(request, (agent,), from_, to, None, session_id)
     found, prices = await _scan(request, window, max_events)
     return json_response(improvement_suggestions(found, prices))
 
@@ -221,7 +229,7 @@ async def agent_report(
     """Activity, errors, sessions, token usage and recommendations of ``agent`` (or of one of
     its sessions) over the period."""
     principal.check_agent(agent)
-    window, unit = _window((agent,), from_, to, granularity, session_id)
+    window, unit = await _window(request, (agent,), from_, to, granularity, session_id)
     found, prices = await _scan(request, window, max_events)
     body = report(found, prices, unit)
     body["recommendations"] = _recommendations(improvement_suggestions(found, prices))
