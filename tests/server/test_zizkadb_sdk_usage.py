@@ -274,8 +274,12 @@ async def test_agent_bound_key_sees_only_its_agent(store_server: Any, agent_name
     holds only its agent."""
     admin = zizkadb.ZizkaDB(api_key=store_server.api_key, host=store_server.url)
     other = f"{agent_name}-other"
-    await _model_call(admin, agent_name, "k", "gpt-4o", {"input_tokens": 10, "output_tokens": 1})
-    await _model_call(admin, other, "k", "gpt-4o", {"input_tokens": 99, "output_tokens": 9})
+    mine_id = await _model_call(
+        admin, agent_name, "k", "gpt-4o", {"input_tokens": 10, "output_tokens": 1}
+    )
+    other_id = await _model_call(
+        admin, other, "k", "gpt-4o", {"input_tokens": 99, "output_tokens": 9}
+    )
     created = httpx.post(
         f"{store_server.url}/v1/keys",
         json={"name": "bound", "agent": agent_name, "scope": "read_only"},
@@ -296,6 +300,11 @@ async def test_agent_bound_key_sees_only_its_agent(store_server: Any, agent_name
     mine = await bound._get("/v1/token-usage", {"from": since, "to": until})
     assert mine["agents"] == [agent_name] and mine["totals"]["input_tokens"] == 10
     everyone = await admin._get("/v1/token-usage", {"from": since, "to": until})
+    assert (await bound.session("k").why(mine_id)).chain[-1].event_id == mine_id
+    with pytest.raises(zizkadb.NotFoundError):
+        await bound.session("k").why(other_id)
+    with pytest.raises(zizkadb.NotFoundError):
+        await admin.session("another-session").why(other_id)
     assert {agent_name, other} <= set(everyone["agents"])
 
 
