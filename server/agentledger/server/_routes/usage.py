@@ -90,8 +90,8 @@ async def _window(
     if session_id and not (since or until):  # the whole session
         span = await run_in_threadpool(session_span, request.app.state.store, session_id, agents)
         if span is not None:
-            since = span[0]
-            until = format_ts(datetime.fromisoformat(span[1]) + timedelta(microseconds=1))
+            since, last = span[0], datetime.fromisoformat(span[1])
+            until = format_ts(last + timedelta(microseconds=1)) if last.year < 9999 else None
     end = _time(until, "to") if until else datetime.now(UTC)
     if since:
         start = _time(since, "from")

@@ -29,6 +29,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError
 
 from agentledger.server._search.base import SearchBackend, string_values
+from agentledger.server._search.stem import light_stem
 from agentledger.server._tables import events
 
 __all__ = ["MAX_VECTOR_BYTES", "PostgresSearch", "fold", "search_vector", "tsquery_text"]
@@ -119,9 +120,12 @@ def _bounded_vector(text: str) -> str:
 
 def tsquery_text(words: Sequence[str]) -> str:
     """``w1:* | w2:*`` for ``to_tsquery``, words folded as the index is (letters and digits
-    only, so no tsquery operator can appear)."""
+    only, so no tsquery operator can appear); a word with an English ending is also searched
+    by its stem (:func:`~agentledger.server._search.stem.light_stem`: ``refunds`` finds
+    ``refund``, as SQLite's Porter stemmer does)."""
     folded = [w for word in words for w in _WORD.findall(fold(word))]
-    return " | ".join(f"{word}:*" for word in dict.fromkeys(folded))
+    stemmed = [form for word in folded for form in (word, light_stem(word))]
+    return " | ".join(f"{word}:*" for word in dict.fromkeys(stemmed))
 
 
 class PostgresSearch(SearchBackend):
