@@ -24,6 +24,8 @@ import httpx
 __all__ = ["DEV_KEY", "ServerFactory", "ServerProcess", "agentledger_executable", "free_port"]
 
 DEV_KEY = "dev-test-key-0123456789"
+#: The dashboard dev-session token the test servers are started with.
+DASHBOARD_TOKEN = "dev-session-test-token"
 
 
 def free_port() -> int:
@@ -48,6 +50,8 @@ class ServerProcess:
     db: str
     port: int
     api_key: str = DEV_KEY
+    #: the dashboard's dev-session token (``AGENTLEDGER_DASHBOARD_TOKEN``)
+    dashboard_token: str = DASHBOARD_TOKEN
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     log_path: Path | None = None
@@ -74,7 +78,7 @@ class ServerProcess:
             self.api_key,
             *self.extra_args,
         ]
-        env = {**os.environ, **self.env}
+        env = {**os.environ, "AGENTLEDGER_DASHBOARD_TOKEN": self.dashboard_token, **self.env}
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + timeout_s
@@ -111,6 +115,10 @@ class ServerProcess:
 
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"}
+
+    def ui_cookies(self) -> dict[str, str]:
+        """The dev-session cookie a browser gets from the link ``serve`` prints."""
+        return {"agentledger_ui_dev": self.dashboard_token}
 
 
 class ServerFactory:

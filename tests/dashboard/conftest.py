@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from _servers import DASHBOARD_TOKEN
+
 from ._seed import Seeded, seed_support_session
 
 pytest.importorskip("jinja2", reason="the dashboard needs Jinja2 (agentledger[server])")
@@ -67,8 +69,20 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    """A fresh browser context and page; page errors and dialogs fail the test."""
+    """A fresh browser context and page; page errors and dialogs fail the test. The context
+    holds the dev-session cookie for 127.0.0.1 (what opening the link ``serve`` prints
+    gives), so pages on the loopback address open without a login, as for a developer."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context.add_cookies(
+        [
+            {
+                "name": "agentledger_ui_dev",
+                "value": DASHBOARD_TOKEN,
+                "domain": "127.0.0.1",
+                "path": "/ui",
+            }
+        ]
+    )
     tab = context.new_page()
     problems: list[str] = []
     tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))

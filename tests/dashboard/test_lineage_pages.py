@@ -38,7 +38,7 @@ def logged_run(server: Any, agent: str) -> dict[str, str]:
 
 
 def page_of(server: Any, path: str) -> str:
-    response = httpx.get(server.url + path, timeout=30.0)
+    response = httpx.get(server.url + path, cookies=server.ui_cookies(), timeout=30.0)
     assert response.status_code == 200, response.text[:500]
     return response.text
 
@@ -113,7 +113,10 @@ def test_cut_points_and_missing_causes_are_marked(store_server: Any, agent_name:
 def test_bad_bounds_are_refused(store_server: Any, agent_name: str) -> None:
     ids = logged_run(store_server, agent_name)
     for query in (f"depth={limits.LINEAGE_DEPTH_MAX + 1}", "limit=0"):
-        response = httpx.get(f"{store_server.url}/ui/events/{ids['answer']}/why?{query}")
+        response = httpx.get(
+            f"{store_server.url}/ui/events/{ids['answer']}/why?{query}",
+            cookies=store_server.ui_cookies(),
+        )
         assert response.status_code == 422
 
 

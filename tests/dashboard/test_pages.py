@@ -38,6 +38,8 @@ def seeded(store_server: Any, agent_name: str) -> Seeded:
 
 
 def get(server: Any, path: str, **kwargs: Any) -> httpx.Response:
+    """A page as a developer's browser reads it: with the dev-session cookie."""
+    kwargs.setdefault("cookies", server.ui_cookies())
     return httpx.get(server.url + path, timeout=30.0, **kwargs)
 
 

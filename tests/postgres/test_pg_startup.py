@@ -117,7 +117,8 @@ def test_the_grants_the_error_names_are_enough(
 
 def test_servers_starting_together_migrate_once(fresh_pg_db: str, server_factory: Any) -> None:
     servers = [server_factory(db=fresh_pg_db, start=False) for _ in range(3)]
-    threads = [threading.Thread(target=s.start) for s in servers]
+    # three servers migrating at once on a loaded 2-core machine: allow more than the usual 30 s
+    threads = [threading.Thread(target=s.start, kwargs={"timeout_s": 100}) for s in servers]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -9,11 +9,14 @@ Route tests that need no real socket use ``app_client``; end-to-end tests use th
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
+from _stores import postgres_database, truncate_all
+from _twin_ledgers import Twins, twins
 from agentledger.server import Settings, create_app
 
 APP_KEY = "app-test-key"
@@ -48,3 +51,30 @@ async def app_client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
         headers={"Authorization": f"Bearer {APP_KEY}"},
     ) as client:
         yield client
+
+
+# -- twin ledgers: the same agent A, with and without agent B (scope tests) -----------------
+
+
+@pytest.fixture(scope="module")
+def _second_pg_db(pg_admin_dsn: str) -> Iterator[str]:
+    with postgres_database(pg_admin_dsn) as url:
+        yield url
+
+
+@pytest.fixture
+def twin_dbs(store_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[str, str]:
+    """Two fresh, empty ledgers of ``store_kind``."""
+    if store_kind == "postgres":
+        first: str = request.getfixturevalue("pg_db")
+        second: str = request.getfixturevalue("_second_pg_db")
+        truncate_all(second)
+        return first, second
+    return str(tmp_path / "with-b.db"), str(tmp_path / "without-b.db")
+
+
+@pytest.fixture
+async def twin(twin_dbs: tuple[str, str]) -> AsyncIterator[Twins]:
+    """The twin ledgers of ``_twin_ledgers``, filled, with a client per key."""
+    async with twins(*twin_dbs) as pair:
+        yield pair

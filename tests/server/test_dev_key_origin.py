@@ -9,6 +9,7 @@ interface or from another machine.
 
 from __future__ import annotations
 
+import re
 import socket
 from typing import Any
 
@@ -52,8 +53,12 @@ def test_the_decision_names_what_gave_the_request_away(
         assert refusal is not None and named in refusal
 
 
-def _get(server: Any, path: str, host: str, **headers: str) -> httpx.Response:
-    return httpx.get(f"{server.url}{path}", headers={"Host": host, **headers}, timeout=30.0)
+def _get(
+    server: Any, path: str, host: str, cookies: dict[str, str] | None = None, **headers: str
+) -> httpx.Response:
+    return httpx.get(
+        f"{server.url}{path}", headers={"Host": host, **headers}, cookies=cookies, timeout=30.0
+    )
 
 
 def test_dev_key_with_a_foreign_host_is_refused_on_api_and_dashboard(
@@ -77,15 +82,59 @@ def test_dev_key_with_a_foreign_host_is_refused_on_api_and_dashboard(
     for headers in ({"Origin": "http://evil.example"}, {"X-Forwarded-For": "192.0.2.7"}):
         relayed = _get(server, "/v1/agents", f"localhost:{server.port}", **auth, **headers)
         assert relayed.status_code == 403, headers
-        assert _get(server, "/ui/", f"localhost:{server.port}", **headers).status_code == 303
+        cookies = server.ui_cookies()
+        page = _get(server, "/ui/", f"localhost:{server.port}", cookies, **headers)
+        assert page.status_code == 303, headers
 
 
 def test_dev_key_with_a_loopback_host_is_accepted(server_factory: Any, store_db: str) -> None:
     server = server_factory(db=store_db)
     for host in (f"localhost:{server.port}", f"127.0.0.1:{server.port}", "localhost"):
         assert _get(server, "/v1/agents", host, **server.headers()).status_code == 200, host
-        page = _get(server, "/ui/", host)
+        page = _get(server, "/ui/", host, server.ui_cookies())
         assert page.status_code == 200 and "/ui/login" not in page.headers.get("location", "")
+
+
+def test_the_dashboard_opens_without_a_key_only_through_the_dev_session_link(
+    server_factory: Any, store_db: str
+) -> None:
+    """A plain TCP forwarder makes a remote caller look local (loopback peer, and it may write
+    ``Host: 127.0.0.1`` itself); what it cannot give is the token ``serve`` printed on the
+    server's console. Without the dev-session cookie the dashboard asks for a key."""
+    server = server_factory(db=store_db)
+    forwarded = _get(server, "/ui/", "127.0.0.1")
+    assert forwarded.status_code == 303 and forwarded.headers["location"].startswith("/ui/login")
+    guessed = _get(server, "/ui/", "127.0.0.1", {"agentledger_ui_dev": "guess"})
+    assert guessed.status_code == 303 and guessed.headers["location"].startswith("/ui/login")
+    wrong_link = _get(server, "/ui/?token=guess", "127.0.0.1")
+    assert wrong_link.status_code == 303 and "set-cookie" not in wrong_link.headers
+
+    with httpx.Client(base_url=server.url, timeout=30.0) as browser:
+        link = browser.get(f"/ui/sessions/x?agent=a&token={server.dashboard_token}")
+        assert link.status_code == 303 and link.headers["location"] == "/ui/sessions/x?agent=a"
+        cookie = link.headers["set-cookie"]
+        assert "agentledger_ui_dev=" in cookie and "HttpOnly" in cookie
+        assert "SameSite=strict" in cookie and "Path=/ui" in cookie
+        assert browser.get("/ui/").status_code == 200  # the cookie is the dev session
+        # the link works only for local requests: a foreign Host gets no cookie
+        foreign = browser.get(
+            f"/ui/?token={server.dashboard_token}", headers={"Host": "evil.example"}
+        )
+        assert foreign.status_code == 303 and "set-cookie" not in foreign.headers
+
+
+def test_serve_prints_the_dev_session_link(server_factory: Any, tmp_path: Any) -> None:
+    """Without ``AGENTLEDGER_DASHBOARD_TOKEN`` each start has a random token; ``serve``
+    prints the link that opens the dashboard with it."""
+    server = server_factory(env={"AGENTLEDGER_DASHBOARD_TOKEN": ""})
+    assert server.log_path is not None
+    printed = server.log_path.read_text()
+    match = re.search(r"dashboard: (http://\S+/ui/\?token=(\S+))", printed)
+    assert match, printed
+    assert match.group(2) != server.dashboard_token
+    with httpx.Client(timeout=30.0) as browser:
+        assert browser.get(match.group(1)).status_code == 303
+        assert browser.get(f"{server.url}/ui/").status_code == 200
 
 
 def test_a_stored_key_works_with_any_host(server_factory: Any, store_db: str) -> None:

@@ -12,6 +12,7 @@ import typer
 
 from agentledger.cli import _client_commands, _lineage_commands, _query_commands
 from agentledger.cli._cases_commands import cases_app
+from agentledger.cli._cases_forget import cases_forget
 from agentledger.cli._demo_commands import demo
 from agentledger.cli._mcp_commands import mcp, mcp_proxy
 from agentledger.cli._server_commands import keys_admin, serve
@@ -32,6 +33,7 @@ _query_commands.register(app)
 app.command("serve")(serve)
 app.command("keys-admin")(keys_admin)
 app.command("demo")(demo)
+cases_app.command("forget")(cases_forget)
 app.add_typer(cases_app, name="cases")
 app.command("mcp")(mcp)
 app.command("mcp-proxy")(mcp_proxy)

@@ -276,8 +276,9 @@ class LedgerReads(BaseLedger):
         agent: str | None = None,
         dry_run: bool = False,
     ) -> ForgetResult:
-        """Erase the agent's events whose ``data`` holds ``filter_key == filter_value`` at any
-        depth (``DELETE /v1/memory/forget``). Tombstones keep the chain verifiable.
+        """Erase the agent's events whose ``data`` or ``metadata`` holds
+        ``filter_key == filter_value`` at any depth, and rename sessions whose id names the
+        value (``DELETE /v1/memory/forget``). Tombstones keep the chain verifiable.
 
         Args:
             agent: the agent (default: the client's).

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         build_case,
         export_cases,
     )
+    from agentledger.cases._forget import CaseErasure, ErasedCase, forget_cases, subject_ref_of
     from agentledger.cases._model import (
         SCHEMA_VERSION,
         Case,
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCHEMA_VERSION",
     "Case",
+    "CaseErasure",
     "CaseError",
     "CaseReport",
     "Cassette",
@@ -76,6 +78,7 @@ __all__ = [
     "Effect",
     "EmbeddedServerError",
     "Embedder",
+    "ErasedCase",
     "Expect",
     "ExportResult",
     "Lineage",
@@ -94,6 +97,7 @@ __all__ = [
     "case_json_schema",
     "check",
     "export_cases",
+    "forget_cases",
     "http_embedder",
     "ledger_target",
     "load_baseline",
@@ -105,6 +109,7 @@ __all__ = [
     "run_suite",
     "save_case",
     "stub_tools",
+    "subject_ref_of",
     "write_junit",
 ]
 
@@ -135,6 +140,10 @@ _LAZY = {
     "load_baseline": "._report",
     "print_summary": "._report",
     "write_junit": "._report",
+    "CaseErasure": "._forget",
+    "ErasedCase": "._forget",
+    "forget_cases": "._forget",
+    "subject_ref_of": "._forget",
     "ChainBrokenError": "._export",
     "ExportResult": "._export",
     "build_case": "._export",

@@ -8,13 +8,13 @@ session becomes a pseudonymised case; the steps and ``subject_ref`` are describe
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentledger.cases._forget import subject_ref_of
 from agentledger.cases._lineage import Step, source_lineage
 from agentledger.cases._model import (
     Case,
@@ -89,7 +89,7 @@ def _subject_ref(agent: str, session: str, events: Sequence[Event]) -> str:
         else:
             continue
         break
-    return "sha256:" + hashlib.sha256(subject.encode()).hexdigest()
+    return subject_ref_of(subject)
 
 
 def _captured_with(events: Sequence[Event]) -> dict[str, Any]:
@@ -133,8 +133,13 @@ def _tool_steps(events: Sequence[Event]) -> list[Step]:
     return [
         (e, by_cause.get(e.event_id) or by_call_id.get(_text(e.data.get("call_id"))))
         for e in events
-        if e.event == v.TOOL_CALL
+        if e.event == v.TOOL_CALL and not _erased(e)
     ]
+
+
+def _erased(event: Event) -> bool:
+    """A tombstone left by forget: its type and links are kept, its content is gone."""
+    return bool(event.extra.get("erased"))
 
 
 def _stubs(steps: Sequence[Step]) -> dict[str, list[StubCall]]:
@@ -143,7 +148,9 @@ def _stubs(steps: Sequence[Step]) -> dict[str, list[StubCall]]:
         tool = _text(call.data.get("tool")) or "tool"
         args = call.data.get("args")
         stub = StubCall(args=dict(args) if isinstance(args, Mapping) else {}, order=order)
-        if answer is not None and answer.event == v.TOOL_ERROR:
+        if answer is not None and _erased(answer):
+            stub.error = "the result was erased by forget in the source session"
+        elif answer is not None and answer.event == v.TOOL_ERROR:
             stub.error = _text(answer.data.get("error")) or "tool error"
         elif answer is not None:
             stub.result = answer.data.get("result")
@@ -191,7 +198,13 @@ def build_case(
     Raises:
         ValueError: the session has no ``user_message`` (nothing to replay).
     """
-    inputs = [_text(e.data.get("text")) for e in events if e.event == v.USER_MESSAGE]
+    inputs = [
+        _text(e.data.get("text")) for e in events if e.event == v.USER_MESSAGE and not _erased(e)
+    ]
+    if not inputs and any(e.event == v.USER_MESSAGE for e in events):
+        raise ValueError(
+            f"session {session!r} has no user_message left to replay: forget erased them"
+        )
     if not inputs:
         kinds = ", ".join(dict.fromkeys(e.event for e in events)) or "none"
         raise ValueError(
@@ -204,7 +217,7 @@ def build_case(
         for e in events
         if e.event == v.RETRIEVAL
     ]
-    answers = [e for e in events if e.event == v.ASSISTANT_RESPONSE]
+    answers = [e for e in events if e.event == v.ASSISTANT_RESPONSE and not _erased(e)]
     steps = _tool_steps(events)
     stubs = _stubs(steps)
     order = [
@@ -242,7 +255,7 @@ def build_case(
         source_agent=agent,
         captured_at=min(times) if times else dt.datetime.now(dt.UTC).isoformat(),
         cause_category=cause_category,
-        labels=list(labels),
+        labels=list(labels) + (["erased-events"] if any(_erased(e) for e in events) else []),
         subject_ref=_subject_ref(agent, session, events),
         chain_head=chain_head,
         lineage=source_lineage(events, steps),

@@ -91,6 +91,10 @@ def run_demo(
                 console.print(
                     f"[bold]serving {server.url} (dev key {server.api_key}); Ctrl-C to stop[/]"
                 )
+                console.print(
+                    f"dashboard (this link opens it without a login): {server.dashboard_url()}",
+                    soft_wrap=True,
+                )
                 server.wait()
             except KeyboardInterrupt:
                 console.print("[dim]stopping…[/]")

@@ -48,6 +48,8 @@ class EmbeddedServer:
         timeout_s: seconds to wait for ``/health`` before giving up.
         port: TCP port (default: a free one).
         api_key: the dev key (default: a random one).
+        dashboard_token: the dashboard's dev-session token (default: a random one); open
+            :attr:`dashboard_url` to read the dashboard without a login.
         env: extra environment variables for the server process.
         log: file the server's output is appended to (default: ``<db>.server.log`` next to
             a SQLite file; discarded for a URL).
@@ -65,7 +67,14 @@ class EmbeddedServer:
     api_key: str = field(default_factory=lambda: "embedded-" + secrets.token_urlsafe(18))
     env: Mapping[str, str] | None = None
     log: Path | None = None
+    dashboard_token: str = field(default_factory=lambda: secrets.token_urlsafe(18))
     _proc: subprocess.Popen[bytes] | None = None
+
+    def dashboard_url(self, path: str = "/ui/") -> str:
+        """The dashboard page ``path`` with the dev-session link's token (opens without a
+        login in a browser on this machine)."""
+        joiner = "&" if "?" in path else "?"
+        return f"{self.url}{path}{joiner}token={self.dashboard_token}"
 
     @property
     def url(self) -> str:
@@ -132,7 +141,9 @@ class EmbeddedServer:
             "--dev-key",
             self.api_key,
         ]
-        env = child_environment(self.env)
+        env = child_environment(
+            {"AGENTLEDGER_DASHBOARD_TOKEN": self.dashboard_token, **(self.env or {})}
+        )
         if log_path is None:
             self._proc = subprocess.Popen(
                 command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import secrets
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
@@ -112,6 +113,9 @@ def create_app(
     app.state.store = store
     app.state.prices = prices
     app.state.dev_key = settings.dev_key if settings.dev_key_active else None
+    app.state.dashboard_token = (
+        (settings.dashboard_token or secrets.token_urlsafe(24)) if app.state.dev_key else None
+    )
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:

@@ -69,6 +69,20 @@ class ChainHasher:
         except (TypeError, ValueError, AttributeError):
             return None
 
+    def amendment_mark(self, chain_hash: str, record: bytes) -> str:
+        """The mark forget leaves (in ``fingerprint``) on an event it rewrote without erasing
+        it (a session id replaced by its pseudonym): a link after the event's ``chain_hash``
+        over the new record. Keyed like the chain."""
+        return self.link(chain_hash, b"amend:" + record)
+
+    def pseudonym(self, session_id: str, nonce: bytes) -> str:
+        """The name forget gives a session whose id held personal data: ``forgotten-`` and 24
+        hex digits of an HMAC of the id, keyed by the chain key, or by ``nonce`` (random, used
+        once and not stored) when the chain has no key, so nothing can map it back."""
+        key = self._key or nonce
+        digest = hmac.new(key, b"session:" + session_id.encode(), hashlib.sha256).hexdigest()
+        return "forgotten-" + digest[:24]
+
 
 class ChainRow(NamedTuple):
     """One stored row as verification sees it (a plain tuple in this order works too).
@@ -98,6 +112,7 @@ class ChainReport:
 
     verified: int = 0
     erased: int = 0
+    amended: int = 0
     problems: list[dict[str, Any]] = field(default_factory=list)
     head_seq: int = 0
     head_hash: str | None = None
@@ -119,6 +134,8 @@ class ChainReport:
             summary = f"chain BROKEN for agent {agent!r}: {parts} ({self.verified} events read)"
         if self.erased:
             summary += f"; {self.erased} erased by forget"
+        if self.amended:
+            summary += f"; {self.amended} with a session id replaced by forget"
         return {
             "intact": self.intact,
             "summary": summary,
@@ -126,6 +143,7 @@ class ChainReport:
             "chain_head": {"sequence_no": self.head_seq, "chain_hash": self.head_hash},
             "verified": self.verified,
             "erased": self.erased,
+            "amended": self.amended,
         }
 
 
@@ -197,6 +215,17 @@ def _edges_match(rec: dict[str, Any], agent: str, stored: list[tuple[str, str, s
     parent = rec.get("parent_id")
     expected = record_edges(str(rec.get("event")), parent if parent else None, caused_by)
     return sorted((cause, kind, agent) for cause, kind in expected) == sorted(stored)
+
+
+def _not_amended(
+    hasher: ChainHasher, rep: ChainReport, chain: str, record: bytes, mark: str | None
+) -> bool:
+    """For a record that does not follow its link: ``False`` (and counted as amended) when it
+    carries forget's amendment mark, ``True`` otherwise."""
+    if mark is not None and mark == hasher.amendment_mark(chain, record):
+        rep.amended += 1
+        return False
+    return True
 
 
 def verify_rows(
@@ -330,7 +359,9 @@ def verify_rows(
             problems.append(
                 _problem("content_changed", row, seq, "record does not match its checksum")
             )
-        elif link(displaced.pop(seq - 1, prev) if displaced else prev, record) != chain:
+        elif link(displaced.pop(seq - 1, prev) if displaced else prev, record) != chain and (
+            _not_amended(hasher, rep, chain, record, mark)
+        ):
             problems.append(
                 _problem("content_changed", row, seq, "chain link does not follow its predecessor")
             )

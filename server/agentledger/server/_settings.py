@@ -9,6 +9,7 @@ from :class:`Settings`.
 |---|---|---|---|
 | ``AGENTLEDGER_DB`` | ``db`` | ``agentledger.db`` | SQLite file path or ``postgresql://`` URL |
 | ``AGENTLEDGER_DEV_KEY`` | ``dev_key`` | unset | full-access key, honoured on loopback only |
+| ``AGENTLEDGER_DASHBOARD_TOKEN`` | ``dashboard_token`` | random | dashboard dev-session link |
 | ``AGENTLEDGER_CHAIN_KEY`` | ``chain_key`` | unset | HMAC-SHA256 key for chain links |
 | ``AGENTLEDGER_REDACT_PATTERNS`` | ``redact_patterns`` | empty | ``email,phone,card,iban,ipv4`` |
 | ``AGENTLEDGER_MAX_BODY_BYTES`` | ``max_body_bytes`` | ``16777216`` | body limit (413 above) |
@@ -131,6 +132,9 @@ class Settings:
         port: TCP port.
         dev_key: a full-access key accepted only while ``host`` is loopback, and then only for
             local requests (``_loopback``; wire contract, "General").
+        dashboard_token: the secret of the dashboard's dev-session link
+            (``/ui/?token=...``), the only way to open the dashboard without entering a key;
+            random per start when unset (``agentledger serve`` prints the link).
         chain_key: when set, chain links are HMAC-SHA256 with this key instead of SHA-256.
         redact_patterns: optional redaction patterns applied at write time, before the checksum
             (names from ``agentledger.protocol.redaction.PATTERN_NAMES``).
@@ -152,6 +156,7 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8765
     dev_key: str | None = None
+    dashboard_token: str | None = None
     chain_key: str | None = None
     redact_patterns: tuple[str, ...] = field(default_factory=tuple)
     max_body_bytes: int = 16 * 1024 * 1024
@@ -186,6 +191,7 @@ class Settings:
         values: dict[str, object] = {
             "db": os.environ.get("AGENTLEDGER_DB", "agentledger.db"),
             "dev_key": os.environ.get("AGENTLEDGER_DEV_KEY") or None,
+            "dashboard_token": os.environ.get("AGENTLEDGER_DASHBOARD_TOKEN") or None,
             "chain_key": os.environ.get("AGENTLEDGER_CHAIN_KEY") or None,
             "redact_patterns": _env_patterns(),
             "max_body_bytes": int(os.environ.get("AGENTLEDGER_MAX_BODY_BYTES", 16 * 1024 * 1024)),

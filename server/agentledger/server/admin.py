@@ -62,6 +62,10 @@ def serve(
 
         shown = make_url(shown).render_as_string(hide_password=True)
     sys.stderr.write(f"agentledger serving {shown} on http://{host}:{port}\n")
+    token = application.state.dashboard_token
+    if token:  # the dev key is honoured: the link that opens the dashboard without a login
+        shown_host = f"[{host}]" if ":" in host else host
+        sys.stderr.write(f"dashboard: http://{shown_host}:{port}/ui/?token={token}\n")
     sys.stderr.flush()
     uvicorn.run(
         application,

@@ -145,6 +145,13 @@ def test_demo_keep_serving_until_interrupted(tmp_path: Path) -> None:
             headers={"Authorization": f"Bearer {key}"},
         ).json()
         assert len(events) == 1
+        link = re.search(
+            r"dashboard \(this link opens it without a login\): (\S+)", proc.stdout.readline()
+        )
+        assert link and link.group(1).startswith(f"{url}/ui/?token="), link
+        with httpx.Client(timeout=30.0) as browser:  # the dev-session link, then a page
+            assert browser.get(link.group(1)).status_code == 303
+            assert browser.get(f"{url}/ui/").status_code == 200
         proc.send_signal(signal.SIGINT)
         try:
             code = proc.wait(60)

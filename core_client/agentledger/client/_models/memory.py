@@ -128,12 +128,18 @@ class BaselineReport:
 
 @dataclass(frozen=True, slots=True)
 class ForgetResult:
-    """``forget()``: how many events were erased (tombstones keep the chain verifiable)."""
+    """``forget()``: how many events were erased (tombstones keep the chain verifiable), where
+    the value matched (``matched_in``: events per part, ``data`` and ``metadata``), and the
+    sessions renamed because their id named the value (pseudonyms; ``events_amended`` kept
+    events rewritten with them)."""
 
     deleted_events: int
     filter: dict[str, Any]
     event_ids: list[str] = field(default_factory=list)
     dry_run: bool = False
+    matched_in: dict[str, int] = field(default_factory=dict)
+    sessions_renamed: list[str] = field(default_factory=list)
+    events_amended: int = 0
 
     @classmethod
     def from_wire(cls, obj: dict[str, Any]) -> ForgetResult:
@@ -142,4 +148,7 @@ class ForgetResult:
             filter=dict(value_or(obj, "filter", {})),
             event_ids=[str(x) for x in value_or(obj, "event_ids", [])],
             dry_run=bool(obj.get("dry_run", False)),
+            matched_in={str(k): int(v) for k, v in dict(value_or(obj, "matched_in", {})).items()},
+            sessions_renamed=[str(x) for x in value_or(obj, "sessions_renamed", [])],
+            events_amended=int(value_or(obj, "events_amended", 0)),
         )

@@ -1,5 +1,6 @@
-"""Forget in SQL: find the events whose ``data`` matches, then tombstone them with their
-embeddings and index rows in one transaction."""
+"""Forget in SQL: find the events whose ``data`` or ``metadata`` matches and the sessions whose
+id names the value, then, in one transaction, tombstone the events with their embeddings and
+index rows and give the sessions a pseudonym (:mod:`._pseudonyms`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any
 import orjson
 from sqlalchemy import ColumnElement, and_, bindparam, delete, or_, select, update
 
-from agentledger.server._query.forget import ForgetMatcher, prefilters
+from agentledger.server._query._pseudonyms import find_sessions, rename_sessions
+from agentledger.server._query.forget import SEARCHED, ForgetMatcher, prefilters
 from agentledger.server._search.base import SearchBackend
 from agentledger.server._store._rows import IN_CHUNK
 from agentledger.server._store._sql import SQLStore
@@ -28,6 +30,12 @@ class ForgetOutcome:
     agents: dict[str, int] = field(default_factory=dict)
     embeddings_deleted: int = 0
     index_rows_deleted: int = 0
+    #: events matched per part of the record (``data``, ``metadata``)
+    matched_in: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SEARCHED, 0))
+    #: pseudonyms of the sessions whose id named the value
+    sessions_renamed: list[str] = field(default_factory=list)
+    #: events kept but rewritten with their session's pseudonym
+    events_amended: int = 0
 
 
 def forget(
@@ -40,8 +48,9 @@ def forget(
     dry_run: bool,
     id_limit: int = 1000,
 ) -> ForgetOutcome:
-    """Erase (tombstone) matching events with their index rows and embeddings, in one
-    transaction; ``dry_run`` only counts. ``event_ids`` lists at most ``id_limit`` ids.
+    """Erase (tombstone) matching events with their index rows and embeddings and rename the
+    sessions whose id names the value, in one transaction; ``dry_run`` only counts.
+    ``event_ids`` lists at most ``id_limit`` ids.
 
     Candidates are narrowed on the canonical record bytes (``search.record_contains`` of
     :func:`~agentledger.server._query.forget.prefilters`), then checked exactly. The tombstone
@@ -81,31 +90,48 @@ def forget(
     with context as conn:
         if not dry_run:
             search.erase_prepare(conn)
+        renames = find_sessions(conn, hasher, filter_value, agents)
+        outcome.sessions_renamed = sorted(renames.names.values())
         ids: list[int] = []
         marks: list[dict[str, Any]] = []
         for row in conn.execute(query):
             row_id, event_id, agent, record = row[:4]
-            data = orjson.loads(record).get("data")
-            if not matcher.matches(data):
+            parts = matcher.matched_in(orjson.loads(record))
+            if not parts:
                 continue
+            for part in parts:
+                outcome.matched_in[part] += 1
             ids.append(row_id)
-            kept = (event_id, agent, row[4], row[5], row[6], row[7], row[8], row[9])
-            marks.append({"row_id": row_id, "mark": hasher.erasure_mark(row[10], kept)})
+            session = renames.new_id(agent, row[8])
+            kept = (event_id, agent, row[4], row[5], row[6], row[7], session, row[9])
+            marks.append(
+                {"row_id": row_id, "mark": hasher.erasure_mark(row[10], kept), "session": session}
+            )
             outcome.agents[agent] = outcome.agents.get(agent, 0) + 1
             if len(outcome.event_ids) < id_limit:
                 outcome.event_ids.append(event_id)
         outcome.deleted_events = len(ids)
-        if dry_run or not ids:
+        outcome.events_amended = rename_sessions(
+            conn, hasher, search, renames, skip=set(ids), dry_run=dry_run
+        )
+        if dry_run:
+            return outcome
+        if not ids and not renames.names:
             return outcome
         # one statement: each tombstone gets its own erasure mark (in ``fingerprint``)
-        conn.execute(
-            update(events)
-            .where(events.c.id == bindparam("row_id"))
-            .values(
-                record=None, checksum=None, fingerprint=bindparam("mark"), idempotency_key=None
-            ),
-            marks,
-        )
+        if marks:
+            conn.execute(
+                update(events)
+                .where(events.c.id == bindparam("row_id"))
+                .values(
+                    record=None,
+                    checksum=None,
+                    fingerprint=bindparam("mark"),
+                    idempotency_key=None,
+                    session_id=bindparam("session"),
+                ),
+                marks,
+            )
         for start in range(0, len(ids), IN_CHUNK):
             chunk = ids[start : start + IN_CHUNK]
             outcome.embeddings_deleted += conn.execute(

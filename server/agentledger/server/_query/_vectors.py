@@ -124,12 +124,11 @@ def store_embeddings(
         return len(rows)
 
 
-def embeddings_pending(store: SQLStore, model: str) -> int:
-    """Events after ``model``'s watermark."""
+def embeddings_pending(store: SQLStore, model: str, agents: Sequence[str] | None = None) -> int:
+    """Events after ``model``'s watermark (of ``agents`` only, when given)."""
     with store.reader() as conn:
         mark = _watermark(conn, model)
-        return int(
-            conn.execute(
-                select(func.count()).select_from(events).where(events.c.id > mark)
-            ).scalar_one()
-        )
+        query = select(func.count()).select_from(events).where(events.c.id > mark)
+        if agents is not None:
+            query = query.where(events.c.agent.in_(agents))
+        return int(conn.execute(query).scalar_one())

@@ -1,6 +1,7 @@
-"""What ``forget`` erases: events whose ``data`` holds ``filter_key == filter_value``.
+"""What ``forget`` erases: events whose ``data`` or ``metadata`` holds
+``filter_key == filter_value``, and session ids that name the value.
 
-The rule: at any depth of ``data`` (nested objects and lists), a member
+The rule for events: at any depth of ``data`` or ``metadata`` (nested objects and lists), a member
 named ``filter_key`` whose value equals ``filter_value``, or is a list holding such a value.
 Values compare as text: a string as itself, a number by its RFC 8785 (JCS) form, so ``"42"``
 matches ``42`` and ``42.0``; ``true``/``false``/``null`` by their JSON literals.
@@ -8,6 +9,10 @@ matches ``42`` and ``42.0``; ``true``/``false``/``null`` by their JSON literals.
 :func:`prefilters` gives byte substrings that every matching canonical record must contain
 (the stored ``record`` is RFC 8785 JSON: no whitespace, fixed escaping), so the store can
 narrow candidates with ``LIKE`` before the exact check of :class:`ForgetMatcher` in Python.
+
+The rule for session ids (:func:`session_names`): the id contains the value as a whole token,
+bounded by the ends of the id or by characters that are neither letters nor digits
+(``chat-alice@example.com`` names ``alice@example.com``; ``sess-u-23`` does not name ``u-2``).
 """
 
 from __future__ import annotations
@@ -15,9 +20,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from agentledger.protocol.subjects import names_value
 from agentledger.server._canonical import canonical_reference
 
-__all__ = ["ForgetMatcher", "prefilters", "value_text"]
+__all__ = ["SEARCHED", "ForgetMatcher", "prefilters", "session_names", "value_text"]
+
+#: The parts of a record forget looks into for ``filter_key == filter_value``.
+SEARCHED = ("data", "metadata")
 
 
 def _number_text(text: str) -> str | None:
@@ -94,6 +103,17 @@ class ForgetMatcher:
             elif isinstance(node, list):
                 stack.extend(item for item in node if isinstance(item, dict | list))
         return False
+
+    def matched_in(self, record: Any) -> list[str]:
+        """The parts of a stored record (:data:`SEARCHED`) that hold the key with the value."""
+        if not isinstance(record, dict):
+            return []
+        return [part for part in SEARCHED if self.matches(record.get(part))]
+
+
+def session_names(session_id: str, value: str) -> bool:
+    """Whether ``session_id`` contains ``value`` as a whole token (see the module's rule)."""
+    return names_value(session_id, value)
 
 
 def prefilters(filter_key: str, filter_value: str) -> tuple[bytes, tuple[bytes, ...]]:

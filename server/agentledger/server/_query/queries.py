@@ -90,10 +90,11 @@ class QueryStore:
         """Whether a write transaction of this process runs right now."""
         return self.store.writer_busy()
 
-    def index_pending(self) -> int:
-        """Events written but not yet in the full-text index."""
+    def index_pending(self, agents: Sequence[str] | None = None) -> int:
+        """Events written but not yet in the full-text index (of ``agents`` only, when
+        given: what a key bound to an agent may count)."""
         with self.store.reader() as conn:
-            return self.search.index_pending(conn)
+            return self.search.index_pending(conn, agents)
 
     # -- embeddings --------------------------------------------------------------------------
 
@@ -109,9 +110,9 @@ class QueryStore:
         the watermark to ``through``; returns rows stored."""
         return _vectors.store_embeddings(self.store, model, vectors, through=through)
 
-    def embeddings_pending(self, model: str) -> int:
-        """Events after ``model``'s watermark."""
-        return _vectors.embeddings_pending(self.store, model)
+    def embeddings_pending(self, model: str, agents: Sequence[str] | None = None) -> int:
+        """Events after ``model``'s watermark (of ``agents`` only, when given)."""
+        return _vectors.embeddings_pending(self.store, model, agents)
 
     # -- forget ------------------------------------------------------------------------------
 

@@ -85,13 +85,13 @@ def run_search(
     pool = limit if mode != "hybrid" else min(200, limit * 3)
     if mode in ("keyword", "hybrid"):
         store.index_catch_up(max_rows=catch_up_rows)
-        outcome.index_pending = store.index_pending()
+        outcome.index_pending = store.index_pending(filters.agents)
         keyword = store.search_keyword(words, filters, limit=pool)
     if mode in ("semantic", "hybrid"):
         assert embedder is not None
         (vector,) = embedder.embed([query])
         semantic = store.search_vectors(vector, embedder.model, filters, limit=pool)
-        pending = store.embeddings_pending(embedder.model)
+        pending = store.embeddings_pending(embedder.model, filters.agents)
         if pending:
             outcome.notes.append(f"{pending} recent events are not embedded yet")
     if mode == "keyword":

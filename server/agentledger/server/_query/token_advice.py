@@ -282,7 +282,12 @@ def token_optimization(found: Scan, prices: PriceTable) -> dict[str, Any]:
         "unpriced_models": sorted(
             {c.model for c in found.calls if c.model and prices.lookup(c.model) is None}
         ),
-        "meta": {"model_calls": len(found.calls), "truncated": found.truncated, "rules": "fixed"},
+        "meta": {
+            "model_calls": len(found.calls),
+            "events_read": len(found.events),
+            "truncated": found.truncated,
+            "rules": "fixed",
+        },
     }
 
 

@@ -198,6 +198,7 @@ def token_usage(found: Scan, prices: PriceTable, granularity: str) -> dict[str, 
             **prices.describe(),
             "used": {m: p.to_dict() for m in sorted(models) if (p := prices.lookup(m)) is not None},
         },
+        "events_read": len(found.events),
         "truncated": found.truncated,
     }
 

@@ -35,11 +35,13 @@ def list_sessions(
     agent: OptionalAgent = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
 ) -> Response:
-    """Sessions (of ``agent`` when given), most recently ended first."""
+    """Sessions (of ``agent`` when given), most recently ended first. For a key bound to an
+    agent, each session is summed over that agent's events only (a session shared with other
+    agents names none of them)."""
     if principal.agent is not None:
         principal.check_agent(agent or principal.agent)
         agent = principal.agent
-    return json_response(store.sessions(agent, limit=limit))
+    return json_response(store.sessions(agent, limit=limit, agent_scope=principal.agent))
 
 
 @router.get("/sessions/{session_id:path}/events", response_model=SessionEventsOut)

@@ -217,16 +217,20 @@ def search(body: SearchIn, principal: ReadPrincipal, request: Request) -> Respon
 
 @router.get("/search/status")
 def search_status(principal: ReadPrincipal, request: Request) -> Response:
-    """Indexing progress: events not yet in the full-text index or not yet embedded."""
+    """Indexing progress: events not yet in the full-text index or not yet embedded (for a
+    key bound to an agent, that agent's events only)."""
     services = _services(request)
     embedder = services.embedder
+    scope = (principal.agent,) if principal.agent is not None else None
     return json_response(
         {
-            "keyword_index": {"pending": services.store.index_pending()},
+            "keyword_index": {"pending": services.store.index_pending(scope)},
             "embeddings": {
                 "configured": embedder is not None,
                 "model": embedder.model if embedder else None,
-                "pending": services.store.embeddings_pending(embedder.model) if embedder else None,
+                "pending": (
+                    services.store.embeddings_pending(embedder.model, scope) if embedder else None
+                ),
             },
         }
     )
@@ -297,13 +301,16 @@ def forget(
     request: Request,
     dry_run: bool = False,
 ) -> Response:
-    """Erase every event (of ``agent``, or of every agent the key may write) whose ``data``
-    holds ``filter_key == filter_value`` at any depth; numbers compare as strings too.
+    """Erase every event (of ``agent``, or of every agent the key may write) whose ``data`` or
+    ``metadata`` holds ``filter_key == filter_value`` at any depth; numbers compare as strings
+    too. A session whose id names the value (as a whole token) is renamed to a pseudonym on
+    every event of those agents.
 
     Each erased event becomes a tombstone (sequence number and chain link kept, content gone),
     so ``verify`` stays intact and counts it; its full-text index rows and embeddings are
-    deleted in the same transaction. ``dry_run`` (body or query) only reports what would be
-    erased."""
+    deleted in the same transaction. A renamed session's kept events are rewritten with a mark
+    ``verify`` counts as ``amended``. ``dry_run`` (body or query) only reports what would be
+    erased and renamed, and where the value matched (``matched_in``)."""
     value = value_text(body.filter_value)
     assert value is not None
     agents = _agents_for(principal, body.agent)
@@ -319,8 +326,17 @@ def forget(
             "event_ids_truncated": len(outcome.event_ids) < outcome.deleted_events,
             "agents": outcome.agents,
             "embeddings_deleted": outcome.embeddings_deleted,
-            "message": f"{verb} {outcome.deleted_events} event(s); tombstones keep the chain "
-            "verifiable",
+            "matched_in": outcome.matched_in,
+            "sessions_renamed": outcome.sessions_renamed,
+            "events_amended": outcome.events_amended,
+            "message": f"{verb} {outcome.deleted_events} event(s)"
+            + (
+                f" and renamed {len(outcome.sessions_renamed)} session(s) whose id named the "
+                f"value ({outcome.events_amended} kept event(s) rewritten)"
+                if outcome.sessions_renamed
+                else ""
+            )
+            + "; tombstones keep the chain verifiable",
         }
     )
 

@@ -59,8 +59,8 @@ class SearchBackend:
         transaction; returns rows indexed (an index the database maintains needs none)."""
         return 0
 
-    def index_pending(self, conn: Connection) -> int:
-        """Rows written but not indexed yet."""
+    def index_pending(self, conn: Connection, agents: Sequence[str] | None = None) -> int:
+        """Rows written but not indexed yet (of ``agents`` only, when given)."""
         return 0
 
     def record_contains(self, needle: bytes) -> ColumnElement[bool] | None:
@@ -78,3 +78,10 @@ class SearchBackend:
 
     def erase_finish(self) -> None:
         """Called after a forget committed."""
+
+    def reindex_prepare(self, conn: Connection, ids: Sequence[int]) -> None:
+        """Called in the forget transaction before the records of ``ids`` are rewritten (their
+        ``data`` text changes): take the old text out of the index."""
+
+    def reindex_finish(self, conn: Connection, ids: Sequence[int]) -> None:
+        """Called after the records of ``ids`` were rewritten: index the new text."""

@@ -8,6 +8,7 @@ Design notes: ``docs/design/server-search.md``.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -40,6 +41,7 @@ _SEARCH: ColumnElement[Any] = literal_column("events.search")
 _CLEAR_SEARCH = text(
     "UPDATE events SET search = NULL WHERE id = ANY(CAST(:ids AS bigint[])) AND search IS NOT NULL"
 )
+_SET_SEARCH = text("UPDATE events SET search = CAST(:vector AS tsvector) WHERE id = :row_id")
 _SIMPLE: ColumnElement[Any] = literal_column("'simple'::regconfig")
 
 
@@ -118,14 +120,35 @@ def _bounded_vector(text: str) -> str:
     return " ".join(f"'{word}':{','.join(map(str, at))}" for word, at in positions.items())
 
 
+def _query_words(words: Sequence[str]) -> list[str]:
+    """The words folded as the index is (letters and digits only, so no tsquery operator can
+    appear), each once."""
+    return list(dict.fromkeys(w for word in words for w in _WORD.findall(fold(word))))
+
+
 def tsquery_text(words: Sequence[str]) -> str:
-    """``w1:* | w2:*`` for ``to_tsquery``, words folded as the index is (letters and digits
-    only, so no tsquery operator can appear); a word with an English ending is also searched
-    by its stem (:func:`~agentledger.server._search.stem.light_stem`: ``refunds`` finds
-    ``refund``, as SQLite's Porter stemmer does)."""
-    folded = [w for word in words for w in _WORD.findall(fold(word))]
-    stemmed = [form for word in folded for form in (word, light_stem(word))]
-    return " | ".join(f"{word}:*" for word in dict.fromkeys(stemmed))
+    """``w1:* | w2:*`` for ``to_tsquery`` (see :func:`_query_words`), with the stem of a word
+    that has an English ending (:func:`_word_forms`)."""
+    forms = (form for word in _query_words(words) for form in _word_forms(word))
+    return " | ".join(f"{form}:*" for form in dict.fromkeys(forms))
+
+
+def _word_forms(word: str) -> tuple[str, ...]:
+    """``word``, and its stem when it has a plural, ``-ed`` or ``-ing`` ending
+    (:func:`~agentledger.server._search.stem.light_stem`: ``refunds`` also finds ``refund``, as
+    SQLite's Porter stemmer does)."""
+    stem = light_stem(word)
+    return (word,) if stem == word else (word, stem)
+
+
+#: Row counts for the inverse document frequency stop here (all rows, rows with one word).
+_TOTAL_CAP = 200_000
+_WORD_CAP = 20_000
+
+
+def _capped_count(conn: Connection, where: Sequence[ColumnElement[bool]], cap: int) -> int:
+    inner = select(literal(1)).select_from(events).where(*where).limit(cap).subquery()
+    return int(conn.execute(select(func.count()).select_from(inner)).scalar_one())
 
 
 class PostgresSearch(SearchBackend):
@@ -141,14 +164,27 @@ class PostgresSearch(SearchBackend):
         where: Sequence[ColumnElement[bool]],
         limit: int,
     ) -> list[tuple[int, float]]:
-        query_text = tsquery_text(words)
-        if not query_text:
+        folded = _query_words(words)
+        if not folded:
             return []
-        tsquery = func.to_tsquery(_SIMPLE, literal(query_text))
-        rank = func.ts_rank(_SEARCH, tsquery)
+        anyword = func.to_tsquery(_SIMPLE, literal(tsquery_text(folded)))
+        # BM25-like: each word's ts_rank weighted by its inverse document frequency among the
+        # rows the filters allow (Lucene's form, log(1 + (N - n + 0.5) / (n + 0.5)), above 0
+        # even for a word in most rows), so a rare word outranks a common one (ts_rank alone
+        # has no corpus statistics). Counts stop at a cap: they only tell rare from common.
+        total = _capped_count(conn, [_SEARCH.is_not(None), *where], _TOTAL_CAP)
+        rank: ColumnElement[Any] | None = None
+        for word in folded:
+            forms = " | ".join(f"{form}:*" for form in _word_forms(word))
+            tsquery = func.to_tsquery(_SIMPLE, literal(forms))
+            matching = _capped_count(conn, [_SEARCH.op("@@")(tsquery), *where], _WORD_CAP)
+            idf = math.log(1 + (total - matching + 0.5) / (matching + 0.5))
+            term = func.ts_rank(_SEARCH, tsquery) * idf
+            rank = term if rank is None else rank + term
+        assert rank is not None
         query = (
             select(events.c.id, rank)
-            .where(_SEARCH.op("@@")(tsquery), *where)
+            .where(_SEARCH.op("@@")(anyword), *where)
             .order_by(rank.desc(), events.c.id.desc())
             .limit(limit)
         )
@@ -164,6 +200,20 @@ class PostgresSearch(SearchBackend):
             chunk = list(ids[start : start + 500])
             cleared += conn.execute(_CLEAR_SEARCH, {"ids": chunk}).rowcount
         return cleared
+
+    def reindex_finish(self, conn: Connection, ids: Sequence[int]) -> None:
+        if not ids:
+            return
+        rows = conn.execute(
+            select(events.c.id, events.c.event, events.c.record).where(events.c.id.in_(list(ids)))
+        ).all()
+        conn.execute(
+            _SET_SEARCH,
+            [
+                {"row_id": row_id, "vector": search_vector(event, record)}
+                for row_id, event, record in rows
+            ],
+        )
 
     def erase_finish(self) -> None:
         try:

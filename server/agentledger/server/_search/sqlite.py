@@ -9,24 +9,21 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
     LargeBinary,
-    column,
     func,
     literal,
-    literal_column,
     select,
-    table,
     text,
 )
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from agentledger.server._search.base import SearchBackend
+from agentledger.server._search.sqlite_rank import scoped_bm25
 from agentledger.server._tables import events
 
 __all__ = ["TEXT_OF", "SQLiteSearch", "fts5_match"]
@@ -40,10 +37,7 @@ TEXT_OF = (
     "json_tree(CAST({row}.record AS TEXT), '$.data') WHERE type = 'text'), '')"
 )
 
-_fts = table("events_fts", column("rowid"))
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
-_MATCH: ColumnElement[Any] = literal_column("events_fts")
-_BM25: ColumnElement[Any] = literal_column("bm25(events_fts)")
 
 
 def fts5_match(words: list[str]) -> str:
@@ -66,52 +60,21 @@ class SQLiteSearch(SearchBackend):
         where: Sequence[ColumnElement[bool]],
         limit: int,
     ) -> list[tuple[int, float]]:
-        def run(match: str) -> list[tuple[int, float]]:
-            # Phase 1: the best rows of the index alone (no join per matching row), joined to
-            # ``events`` by primary key and filtered. Phase 2, only when the filters dropped
-            # too many of them: the full join, ranked the same way.
-            pool = limit * 4 + 20
-            best = (
-                select(_fts.c.rowid.label("rid"), _BM25.label("score"))
-                .select_from(_fts)
-                .where(_MATCH.op("MATCH")(match))
-                .order_by(_BM25)
-                .limit(pool)
-                .subquery("best")
+        mark = self._indexed_through(conn)
+
+        def run(ranked: list[str]) -> list[tuple[int, float]]:
+            return scoped_bm25(
+                conn, ranked, fts5_match(ranked), where, limit, TEXT_OF, indexed_through=mark
             )
-            rows = conn.execute(
-                select(best.c.rid, best.c.score)
-                .select_from(best.join(events, events.c.id == best.c.rid))
-                .where(*where)
-                .order_by(best.c.score)
-                .limit(limit)
-            ).all()
-            if len(rows) == limit:
-                return [(r[0], round(-float(r[1]), 6)) for r in rows]
-            counted = conn.execute(
-                select(func.count()).select_from(
-                    select(_fts.c.rowid).where(_MATCH.op("MATCH")(match)).limit(pool).subquery()
-                )
-            ).scalar_one()
-            if counted < pool:  # every match was in the pool: nothing more to find
-                return [(r[0], round(-float(r[1]), 6)) for r in rows]
-            query = (
-                select(events.c.id, _BM25)
-                .select_from(_fts.join(events, events.c.id == _fts.c.rowid))
-                .where(_MATCH.op("MATCH")(match), *where)
-                .order_by(_BM25)
-                .limit(limit)
-            )
-            return [(row[0], round(-float(row[1]), 6)) for row in conn.execute(query)]
 
         try:
-            return run(fts5_match(list(words)))
+            return run(list(words))
         except OperationalError as error:
-            # A word the tokenizer splits in two is a phrase, which ``detail=none`` refuses
+            # A word the tokenizer splits in two is a phrase; should FTS5 refuse it
             # (letters newer than the tokenizer's Unicode tables); search ASCII pieces instead.
             ascii_words = [w for word in words for w in _ASCII_WORD.findall(word)]
             logger.info("FTS5 refused %r (%s); searching %r", words, error, ascii_words)
-            return run(fts5_match(ascii_words)) if ascii_words else []
+            return run(ascii_words) if ascii_words else []
 
     @staticmethod
     def _indexed_through(conn: Connection) -> int:
@@ -141,13 +104,12 @@ class SQLiteSearch(SearchBackend):
         )
         return upto - mark
 
-    def index_pending(self, conn: Connection) -> int:
+    def index_pending(self, conn: Connection, agents: Sequence[str] | None = None) -> int:
         mark = self._indexed_through(conn)
-        return int(
-            conn.execute(
-                select(func.count()).select_from(events).where(events.c.id > mark)
-            ).scalar_one()
-        )
+        query = select(func.count()).select_from(events).where(events.c.id > mark)
+        if agents is not None:
+            query = query.where(events.c.agent.in_(agents))
+        return int(conn.execute(query).scalar_one())
 
     def record_contains(self, needle: bytes) -> ColumnElement[bool] | None:
         return func.instr(events.c.record, literal(needle, LargeBinary)) > 0
@@ -161,6 +123,24 @@ class SQLiteSearch(SearchBackend):
         if indexed:
             conn.exec_driver_sql("INSERT INTO events_fts(events_fts) VALUES ('optimize')")
         return indexed
+
+    def _reindex(self, conn: Connection, ids: Sequence[int], delete: bool) -> None:
+        mark = self._indexed_through(conn)
+        indexed = [i for i in ids if i <= mark]
+        head = "INSERT INTO events_fts(events_fts, rowid, body) SELECT 'delete', e.id, "
+        if not delete:
+            head = "INSERT INTO events_fts(rowid, body) SELECT e.id, "
+        for start in range(0, len(indexed), 500):
+            chunk = ",".join(str(int(i)) for i in indexed[start : start + 500])
+            conn.exec_driver_sql(
+                f"{head}{TEXT_OF.format(row='e')} FROM events AS e WHERE e.id IN ({chunk})"
+            )
+
+    def reindex_prepare(self, conn: Connection, ids: Sequence[int]) -> None:
+        self._reindex(conn, ids, delete=True)
+
+    def reindex_finish(self, conn: Connection, ids: Sequence[int]) -> None:
+        self._reindex(conn, ids, delete=False)
 
     def erase_finish(self) -> None:
         try:

@@ -242,7 +242,9 @@ class SQLStore(LedgerStore):
                 agent_scope=agent_scope,
             )
 
-    def sessions(self, agent: str | None, *, limit: int) -> list[dict[str, Any]]:
+    def sessions(
+        self, agent: str | None, *, limit: int, agent_scope: str | None = None
+    ) -> list[dict[str, Any]]:
         """See :meth:`LedgerStore.sessions`."""
         query = select(
             events.c.session_id,
@@ -252,7 +254,9 @@ class SQLStore(LedgerStore):
             func.max(events.c.timestamp),
             self.distinct_list(events.c.agent),
         ).where(events.c.session_id.is_not(None))
-        if agent is not None:
+        if agent_scope is not None:
+            query = query.where(events.c.agent == agent_scope)
+        if agent is not None and agent != agent_scope:
             in_agent = (
                 select(events.c.session_id)
                 .where(events.c.agent == agent, events.c.session_id.is_not(None))

@@ -166,8 +166,14 @@ class LedgerStore(abc.ABC):
         ``None`` if the event is unknown."""
 
     @abc.abstractmethod
-    def sessions(self, agent: str | None, *, limit: int) -> list[dict[str, Any]]:
-        """Sessions, most recently ended first."""
+    def sessions(
+        self, agent: str | None, *, limit: int, agent_scope: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Sessions (those ``agent`` wrote in, when given), most recently ended first.
+
+        With ``agent_scope`` (a key bound to that agent) a session's counts, event types,
+        times and agents cover only that agent's events, so a session shared with other
+        agents tells nothing of them."""
 
     @abc.abstractmethod
     def session_events(self, session_id: str, *, agent: str | None, limit: int) -> list[Any]:

@@ -30,7 +30,14 @@ from agentledger.server._ui._present import (
     session_stats,
     view_events,
 )
-from agentledger.server._ui._viewer import COOKIE, Viewer, safe_next, viewer_for
+from agentledger.server._ui._viewer import (
+    COOKIE,
+    DEV_COOKIE,
+    Viewer,
+    dev_token_matches,
+    safe_next,
+    viewer_for,
+)
 
 __all__ = ["build_page", "render", "router", "url_segment"]
 
@@ -92,10 +99,32 @@ def _login_redirect(request: Request) -> Response:
     return RedirectResponse(f"/ui/login?{urlencode({'next': target})}", status_code=303)
 
 
+def _dev_session(request: Request) -> Response:
+    token = request.query_params.get("token")
+    rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
+    response = RedirectResponse(request.url.path + (f"?{rest}" if rest else ""), status_code=303)
+    if dev_token_matches(request, token):
+        response.set_cookie(
+            DEV_COOKIE,
+            str(token),
+            path="/ui",
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+    return response
+
+
 async def build_page(
     request: Request, build: Callable[[LedgerAPI, Viewer], Awaitable[Response]]
 ) -> Response:
-    """Run ``build`` with an API client for the viewer; map API errors to pages."""
+    """Run ``build`` with an API client for the viewer; map API errors to pages.
+
+    A ``token`` query parameter is the dev-session link: when it is this server's token (and
+    the request local), the browser gets the dev-session cookie and is sent to the same page
+    without the token; any other token is dropped and the page asks for a key as usual."""
+    if "token" in request.query_params:
+        return _dev_session(request)
     viewer = viewer_for(request)
     if viewer.key is None:
         return _login_redirect(request)
