@@ -11,6 +11,7 @@ import orjson
 import psycopg
 
 from agentledger.server._search.postgres import MAX_VECTOR_BYTES, search_vector, tsquery_text
+from agentledger.server._search.stem import light_stem
 
 
 def test_search_vector_splits_and_folds_like_unicode61() -> None:
@@ -24,6 +25,25 @@ def test_search_vector_splits_and_folds_like_unicode61() -> None:
 def test_tsquery_text_never_carries_operators() -> None:
     assert tsquery_text(["Café", "a&b", "x:*|!y", "café"]) == "cafe:* | a:* | b:* | x:* | y:*"
     assert tsquery_text(["&|!():*"]) == ""
+
+
+def test_a_query_word_with_an_english_ending_is_also_searched_by_its_stem() -> None:
+    """docs/pages/query.md: English stems match on both stores (``refunds`` finds ``refund``)."""
+    assert tsquery_text(["Refunds", "refund"]) == "refunds:* | refund:*"
+    forms = {
+        "refunds": "refund",
+        "refunded": "refund",
+        "refunding": "refund",
+        "boxes": "box",
+        "stopped": "stop",
+        "billing": "bill",
+        "policies": "polic",
+        "tests": "test",
+    }
+    for word, stem in forms.items():
+        assert light_stem(word) == stem, word
+    for word in ("is", "bus", "class", "gas", "sing", "red", "bed", "process", "sed"):
+        assert light_stem(word) == word
 
 
 async def _search(client: httpx.AsyncClient, query: str, agent: str) -> list[str]:

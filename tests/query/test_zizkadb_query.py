@@ -1,5 +1,6 @@
 """The reference client zizkadb-sdk 0.5.0 against the query routes, unchanged: search, at,
-forget, baseline, behavior_change, context_for, context_for_full, memory_diff."""
+forget, baseline, behavior_change, context_for, context_for_full, memory_diff, on either store
+(``store_server``)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ zizkadb = pytest.importorskip("zizkadb")
 
 
 @pytest.fixture
-def db(ledger_server: Any) -> Any:
-    return zizkadb.ZizkaDB(api_key=ledger_server.api_key, host=ledger_server.url)
+def db(store_server: Any) -> Any:
+    return zizkadb.ZizkaDB(api_key=store_server.api_key, host=store_server.url)
 
 
 async def test_reference_client_query_calls(db: Any, agent_name: str) -> None:

@@ -70,6 +70,7 @@ ROUTES: dict[str, Row] = {
     # -- public: no key needed, nothing of any agent in the answer
     "GET /health": Row(PUBLIC, P("/health")),
     "GET /openapi.json": Row(PUBLIC, P("/openapi.json")),
+    "GET /health/deep": Row(PUBLIC, P("/health/deep")),
     "GET /swagger": Row(PUBLIC, P("/swagger")),
     "GET /docs/oauth2-redirect": Row(PUBLIC, P("/docs/oauth2-redirect")),
     "GET /ui": Row(PUBLIC, P("/ui")),
@@ -212,6 +213,39 @@ ROUTES: dict[str, Row] = {
             P("/v1/memory/diff/s-shared"),
             P("/v1/memory/diff/s-shared?agent={B}"),
         ],
+    ),
+    "GET /v1/sessions/{session_id:path}/why/{event_id}": Row(
+        READ,
+        P("/v1/sessions/s-a/why/{a1}"),
+        [
+            P("/v1/sessions/s-b/why/{b1}"),
+            P("/v1/sessions/s-shared/why/{b0}"),
+            P("/v1/sessions/s-shared/why/{a2}"),
+        ],
+    ),
+    # -- usage, cost, suggestions, reports (B's events change what was read)
+    **{
+        f"GET /v1/agents/{{agent}}/{name}": Row(
+            READ,
+            P(f"/v1/agents/{{A}}/{name}?from=2020-03-01&to={{T_END}}"),
+            [
+                P(f"/v1/agents/{{B}}/{name}?from=2020-03-01&to={{T_END}}"),
+                P(f"/v1/agents/{{A}}/{name}?session_id=s-shared"),
+            ],
+        )
+        for name in ("token-usage", "token-optimization", "suggestions", "report")
+    },
+    "GET /v1/token-usage": Row(
+        READ,
+        P("/v1/token-usage?agent={A}&from=2020-03-01&to={T_END}"),
+        [
+            P("/v1/token-usage?from=2020-03-01&to={T_END}"),
+            P("/v1/token-usage?agent={B}&from=2020-03-01"),
+            P("/v1/token-usage?session_id=s-shared"),
+        ],
+    ),
+    "GET /v1/model-prices": Row(
+        READ, P("/v1/model-prices"), [P("/v1/model-prices")], admin_sees_b=()
     ),
     "GET /v1/agents/{agent}/baseline": Row(
         READ,

@@ -4,7 +4,10 @@ on either store (``store_server``)."""
 from __future__ import annotations
 
 import os
+import re
 import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -144,3 +147,117 @@ async def test_why_reports_missing_parent(db: Any, store_server: Any, agent_name
         f"{store_server.url}/v1/events/{child.event_id}/why", headers=store_server.headers()
     ).json()
     assert raw["missing_parent"] == ghost
+
+
+# -- every public method ---------------------------------------------------------------------
+
+_SDK_TESTS = (
+    Path(__file__),
+    Path(__file__).with_name("test_zizkadb_sdk_usage.py"),
+    Path(__file__).parents[1] / "query" / "test_zizkadb_query.py",
+)
+
+
+def _public_methods(cls: type) -> set[str]:
+    return {
+        name
+        for name, value in vars(cls).items()
+        if not name.startswith("_") and (callable(value) or isinstance(value, property))
+    }
+
+
+def test_every_public_method_of_the_reference_client_is_exercised() -> None:
+    """README: Compatibility with zizkadb-sdk. Every public method of the reference client
+    (ZizkaDB, its session scope and its lineage context) is called by a test against a real
+    server; this test fails when a method is added to the client and no test calls it."""
+    from zizkadb.session_scope import SessionScope
+
+    methods = {
+        "ZizkaDB": _public_methods(zizkadb.ZizkaDB),
+        "SessionScope": _public_methods(SessionScope),
+        "LineageContext": _public_methods(zizkadb.LineageContext),
+    }
+    assert "token_usage" in methods["ZizkaDB"] and "why" in methods["SessionScope"]
+    text = "\n".join(path.read_text() for path in _SDK_TESTS)
+    missing = {
+        f"{owner}.{name}"
+        for owner, names in methods.items()
+        for name in names
+        if not re.search(rf"\.{name}\b", text)
+    }
+    assert not missing, f"reference client methods no test calls: {sorted(missing)}"
+
+
+async def test_query_filters_and_log_api_strips_secrets(db: Any, agent_name: str) -> None:
+    """README: Compatibility with zizkadb-sdk (query, log_api)."""
+    t0 = datetime.now(UTC)
+    first = await db.log(agent=agent_name, event="user_message", data={"n": 1}, session_id="s1")
+    api = await db.log_api(
+        agent_name,
+        "post",
+        "https://user:pw@api.example.com/v1/charges?token=secret#frag",
+        status=502,
+        duration_ms=31.5,
+        session_id="s1",
+    )
+    await db.log(agent=agent_name, event="user_message", data={"n": 2}, session_id="s2")
+    newest = await db.query(agent_name)
+    assert [e.event_id for e in newest][1:] == [api.event_id, first.event_id]
+    in_s1 = await db.query(agent_name, session_id="s1", event_type="api_call")
+    assert [e.event_id for e in in_s1] == [api.event_id]
+    assert in_s1[0].data["url"] == "https://api.example.com/v1/charges"
+    assert in_s1[0].data["api"] == "POST api.example.com/v1/charges"
+    assert in_s1[0].data["status"] == 502
+    assert len(await db.query(agent_name, limit=1)) == 1
+    assert await db.query(agent_name, before=t0) == []
+    assert len(await db.query(agent_name, after=t0 - timedelta(seconds=1))) == 3
+
+
+async def test_track_fork_and_session_scope(db: Any, agent_name: str) -> None:
+    """README: Compatibility with zizkadb-sdk (track, log_fork, session, LineageContext)."""
+    async with db.track(agent_name, session_id="t-1") as ctx:
+        root = await db.log(agent=agent_name, event="user_message", data={"text": "q"})
+        assert ctx.session_id == "t-1" and ctx.last_event_id == root.event_id
+        forked = ctx.fork()
+        a = await db.log(agent=agent_name, event="tool_call", data={"tool": "a"})
+        b = await db.log(agent=agent_name, event="tool_call", data={"tool": "b"})
+        ctx.end_fork()
+        both = await db.log_fork(agent_name, [("tool_result", {"r": 1}), ("tool_result", {"r": 2})])
+    assert forked == root.event_id
+    for child in (a, b):
+        chain = await db.why(child.event_id)
+        assert [e.event_id for e in chain.chain] == [root.event_id, child.event_id]
+    for result in both:
+        chain = await db.why(result.event_id)
+        assert chain.chain[0].event_id == root.event_id and chain.chain[-1].session_id == "t-1"
+
+    scope = db.session(f"{agent_name}-shared")
+    one = await scope.log(agent_name, "user_message", {"text": "hi"})
+    other = f"{agent_name}-helper"
+    two = await scope.log(
+        other, "tool_result", {"ok": True}, parent_id=one.event_id, token_usage={"input_tokens": 3}
+    )
+    async with scope.track(agent_name) as scoped:
+        three = await db.log(agent=agent_name, event="assistant_response", data={"text": "x"})
+        assert scoped.session_id == scope.session_id
+    chain = await scope.why(two.event_id)
+    assert [e.event_id for e in chain.chain] == [one.event_id, two.event_id]
+    assert chain.chain_complete and {e.agent for e in chain.chain} == {agent_name, other}
+    timeline = await scope.events()
+    assert [e.event_id for e in timeline] == [one.event_id, two.event_id, three.event_id]
+    assert timeline[1].data["token_usage"] == {"input_tokens": 3}
+
+
+async def test_state_set_in_the_reference_shape(db: Any, agent_name: str) -> None:
+    """README: Compatibility with zizkadb-sdk. ``state_set`` with ``data={"plan": "basic"}``
+    (every key of data is set, the reference's shape) and with ``{key, value}`` both show in
+    ``at()``; ``state_delete`` removes ``data.key``."""
+    await db.log(agent=agent_name, event="state_set", data={"plan": "basic", "seats": 3})
+    await db.log(agent=agent_name, event="state_set", data={"key": "tier", "value": "gold"})
+    later = datetime.now(UTC) + timedelta(seconds=5)
+    state = await db.at(agent_name, later)
+    assert state.state == {"plan": "basic", "seats": 3, "tier": "gold"}
+    await db.log(agent=agent_name, event="state_set", data={"plan": "pro"})
+    await db.log(agent=agent_name, event="state_delete", data={"key": "seats"})
+    state = await db.at(agent_name, later.isoformat())
+    assert state.state == {"plan": "pro", "tier": "gold"} and state.event_count == 4

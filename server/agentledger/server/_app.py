@@ -16,7 +16,8 @@ from starlette.types import ASGIApp
 from agentledger.protocol.errors import LedgerError
 from agentledger.server._db_errors import DATABASE_ERRORS, refusal_response
 from agentledger.server._http import NulGuardMiddleware, RequestIdMiddleware, json_response
-from agentledger.server._routes import catalog, events, health, keys, ledger, query
+from agentledger.server._query.prices import load_price_table
+from agentledger.server._routes import catalog, events, health, keys, ledger, query, usage
 from agentledger.server._routes.health import server_version
 from agentledger.server._settings import Settings, is_loopback
 from agentledger.server._store import open_store
@@ -61,7 +62,9 @@ def create_app(
         StartupRefused: ``settings.host`` is not loopback and the database has no active key
             (a dev key alone is only honoured on loopback; wire contract, "General"). On
             loopback without any key the app starts and logs a warning.
+        ValueError: ``settings.model_prices`` names a file that cannot be read or is malformed.
     """
+    prices = load_price_table(settings.model_prices)
     store = store or open_store(
         settings.db,
         chain_key=settings.chain_key,
@@ -108,6 +111,7 @@ def create_app(
     )
     app.state.settings = settings
     app.state.store = store
+    app.state.prices = prices
     app.state.dev_key = settings.dev_key if settings.dev_key_active else None
     app.state.dashboard_token = (
         (settings.dashboard_token or secrets.token_urlsafe(24)) if app.state.dev_key else None
@@ -141,6 +145,7 @@ def create_app(
     app.include_router(catalog.router)
     app.include_router(keys.router)
     app.include_router(query.router)  # search, baselines, at, forget, memory
+    app.include_router(usage.router)  # token usage, cost, suggestions, reports
     mount_dashboard(app)  # /ui/ pages + /ui/static
     for router in extra_routers:
         app.include_router(router)

@@ -9,6 +9,10 @@
 * The dev key (``--dev-key``) is a full-access principal, honoured only on a loopback bind and
   only for a request from this machine to a loopback host name (:mod:`._loopback`); anywhere
   else it is a 403 that says which header gave the request away.
+* While the dev key is honoured, the reference client's own local dev key
+  (:data:`REFERENCE_DEV_KEY`, what ``zizkadb-sdk`` sends to a localhost host when given no key)
+  is the same principal under the same local-request rule. Without a dev key it is a 401 that
+  says how to start the server.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from agentledger.server._loopback import dev_key_refusal
 from agentledger.server._store.base import KeyRecord, LedgerStore
 
 __all__ = [
+    "REFERENCE_DEV_KEY",
     "Principal",
     "ReadPrincipal",
     "WritePrincipal",
@@ -39,6 +44,9 @@ __all__ = [
 _bearer = HTTPBearer(auto_error=False, description="an agentledger API key")
 
 Scope = Literal["read_write", "read_only"]
+
+#: The key ``zizkadb-sdk`` 0.5.0 sends to a localhost host when it is given no key.
+REFERENCE_DEV_KEY = "zizkadb_dev_local"
 
 
 def hash_key(raw: str) -> str:
@@ -96,6 +104,15 @@ class Principal:
             )
 
 
+def _is_dev_key(raw: str, dev_key: str) -> bool:
+    """The configured dev key, or the reference client's local dev key (both compared in
+    constant time)."""
+    given = raw.encode()
+    return hmac.compare_digest(given, dev_key.encode()) | hmac.compare_digest(
+        given, REFERENCE_DEV_KEY.encode()
+    )
+
+
 async def _principal(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
@@ -107,7 +124,7 @@ async def _principal(
     raw = credentials.credentials
     state = request.app.state
     dev_key: str | None = state.dev_key
-    if dev_key is not None and hmac.compare_digest(raw.encode(), dev_key.encode()):
+    if dev_key is not None and _is_dev_key(raw, dev_key):
         refusal = dev_key_refusal(request)
         if refusal is not None:
             raise HTTPException(
@@ -118,6 +135,14 @@ async def _principal(
         return Principal(key_id="dev", scope="read_write", agent=None)
     store: LedgerStore = state.store
     record = await run_in_threadpool(store.key_by_hash, hash_key(raw))
+    if record is None and raw == REFERENCE_DEV_KEY:
+        raise HTTPException(
+            401,
+            f"{REFERENCE_DEV_KEY} (the reference client's local dev key) is accepted only while "
+            "the server runs with a dev key on a loopback address (agentledger serve --dev-key "
+            "...); otherwise pass an API key of this server",
+            {"WWW-Authenticate": "Bearer"},
+        )
     if record is None or record.revoked_at is not None:
         raise HTTPException(401, "unknown or revoked API key", {"WWW-Authenticate": "Bearer"})
     if record.expires_at is not None and record.expires_at <= now_ts():

@@ -1,16 +1,25 @@
-"""Catalog routes: sessions, session replay, agents."""
+"""Catalog routes: sessions, session replay, why() within a session, agents."""
 
 from __future__ import annotations
 
 from typing import Annotated
+from uuid import UUID
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, HTTPException, Path, Query, Response
 
+from agentledger.protocol import limits
 from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_SESSION_CHARS
 from agentledger.server._auth import ReadPrincipal
 from agentledger.server._http import StrictJSONRoute, json_response
 from agentledger.server._routes._deps import StoreDep
-from agentledger.server._schemas import AGENT_PATTERN, AgentInfo, SessionEventsOut, SessionInfo
+from agentledger.server._routes.events import why_answer
+from agentledger.server._schemas import (
+    AGENT_PATTERN,
+    AgentInfo,
+    SessionEventsOut,
+    SessionInfo,
+    WhyOut,
+)
 
 __all__ = ["router"]
 
@@ -49,6 +58,28 @@ def session_events(
         agent = principal.agent
     events = store.session_events(session_id, agent=agent, limit=limit)
     return json_response({"session_id": session_id, "events": events})
+
+
+@router.get("/sessions/{session_id:path}/why/{event_id}", response_model=WhyOut)
+def session_why(
+    session_id: Annotated[str, Path(min_length=1, max_length=MAX_SESSION_CHARS)],
+    event_id: UUID,
+    principal: ReadPrincipal,
+    store: StoreDep,
+    depth: Annotated[int, Query(ge=0, le=limits.LINEAGE_DEPTH_MAX)] = limits.WHY_DEPTH_DEFAULT,
+    limit: Annotated[int, Query(ge=1, le=limits.LINEAGE_LIMIT_MAX)] = limits.LINEAGE_LIMIT_DEFAULT,
+) -> Response:
+    """``why`` of an event of the session (the reference client's ``session(...).why``): the
+    same causal ancestry, across agents, for an event that belongs to ``session_id``."""
+    event = store.get_event(str(event_id))
+    if (
+        event is None
+        or event.get("session_id") != session_id
+        or (principal.agent is not None and event["agent"] != principal.agent)
+    ):
+        raise HTTPException(404, f"event_id: no event {event_id} in session {session_id!r}")
+    answer = why_answer(str(event_id), principal, store, depth=depth, limit=limit)
+    return json_response({"session_id": session_id, **answer})
 
 
 @router.get("/agents", response_model=list[AgentInfo])

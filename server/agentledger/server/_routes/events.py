@@ -14,7 +14,7 @@ from fastapi import APIRouter, HTTPException, Query, Response
 
 from agentledger.protocol import limits
 from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_EVENT_TYPE_CHARS, MAX_SESSION_CHARS
-from agentledger.server._auth import ReadPrincipal, WritePrincipal
+from agentledger.server._auth import Principal, ReadPrincipal, WritePrincipal
 from agentledger.server._http import StrictJSONRoute, json_response
 from agentledger.server._ingest import (
     ItemError,
@@ -37,8 +37,9 @@ from agentledger.server._schemas import (
     UtcDatetime,
     WhyOut,
 )
+from agentledger.server._store.base import LedgerStore
 
-__all__ = ["lineage_router", "router"]
+__all__ = ["lineage_router", "router", "why_answer"]
 
 router = APIRouter(prefix="/v1/events", tags=["events"], route_class=StrictJSONRoute)
 lineage_router = APIRouter(prefix="/v1/events", tags=["lineage"], route_class=StrictJSONRoute)
@@ -247,6 +248,31 @@ Size = Annotated[
 ]
 
 
+def why_answer(
+    event_id: str, principal: Principal, store: LedgerStore, *, depth: int, limit: int
+) -> dict[str, Any]:
+    """The ``why`` answer for ``event_id`` (404 when the key may not see it)."""
+    result = store.why(str(event_id), depth=depth, limit=limit, agent_scope=principal.agent)
+    if result is None or (principal.agent is not None and result.anchor_agent != principal.agent):
+        raise HTTPException(404, f"event_id: no event {event_id}")
+    orphan = bool(result.missing)
+    return {
+        "event_id": str(event_id),
+        "chain_length": len(result.events),
+        "chain": result.events,
+        "edges": result.edges,
+        "roots": result.roots,
+        "missing": result.missing,
+        "cut_at": result.cut_at,
+        "chain_complete": not (orphan or result.cut_at),
+        "orphan": orphan,
+        "depth_truncated": result.depth_truncated,
+        "size_truncated": result.size_truncated,
+        "scoped_agent_limited": result.scoped_agent_limited,
+        "missing_parent": result.missing[0] if result.missing else None,
+    }
+
+
 @lineage_router.get("/{event_id}/why", response_model=WhyOut)
 def why(
     event_id: UUID,
@@ -260,27 +286,7 @@ def why(
     events, in one recursive query. Root causes come first, the event itself last; ``edges``
     connect them. Causes not stored (yet) are listed in ``missing``; ``cut_at`` names the
     events whose causes a bound left unfollowed."""
-    result = store.why(str(event_id), depth=depth, limit=limit, agent_scope=principal.agent)
-    if result is None or (principal.agent is not None and result.anchor_agent != principal.agent):
-        raise HTTPException(404, f"event_id: no event {event_id}")
-    orphan = bool(result.missing)
-    return json_response(
-        {
-            "event_id": str(event_id),
-            "chain_length": len(result.events),
-            "chain": result.events,
-            "edges": result.edges,
-            "roots": result.roots,
-            "missing": result.missing,
-            "cut_at": result.cut_at,
-            "chain_complete": not (orphan or result.cut_at),
-            "orphan": orphan,
-            "depth_truncated": result.depth_truncated,
-            "size_truncated": result.size_truncated,
-            "scoped_agent_limited": result.scoped_agent_limited,
-            "missing_parent": result.missing[0] if result.missing else None,
-        }
-    )
+    return json_response(why_answer(str(event_id), principal, store, depth=depth, limit=limit))
 
 
 @lineage_router.get("/{event_id}/impact", response_model=ImpactOut)

@@ -1,4 +1,4 @@
-"""``/health``: liveness plus a database round trip; no key needed."""
+"""``/health`` and ``/health/deep``: liveness plus a database round trip; no key needed."""
 
 from __future__ import annotations
 
@@ -27,3 +27,12 @@ def health(store: StoreDep) -> Response:
     """``{"status": "ok", "version": ...}`` when the database answers."""
     store.ping()
     return json_response({"status": "ok", "version": server_version()})
+
+
+@router.get("/health/deep")
+def health_deep(store: StoreDep) -> Response:
+    """``/health`` with its checks named (the reference client's ``zizkadb doctor`` reads
+    ``checks``): ``{"status": "ok", "version": ..., "checks": {"database": {"ok": true}}}``."""
+    store.ping()
+    checks = {"database": {"ok": True}}
+    return json_response({"status": "ok", "version": server_version(), "checks": checks})

@@ -30,6 +30,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError
 
 from agentledger.server._search.base import SearchBackend, string_values
+from agentledger.server._search.stem import light_stem
 from agentledger.server._tables import events
 
 __all__ = ["MAX_VECTOR_BYTES", "PostgresSearch", "fold", "search_vector", "tsquery_text"]
@@ -126,8 +127,18 @@ def _query_words(words: Sequence[str]) -> list[str]:
 
 
 def tsquery_text(words: Sequence[str]) -> str:
-    """``w1:* | w2:*`` for ``to_tsquery`` (see :func:`_query_words`)."""
-    return " | ".join(f"{word}:*" for word in _query_words(words))
+    """``w1:* | w2:*`` for ``to_tsquery`` (see :func:`_query_words`), with the stem of a word
+    that has an English ending (:func:`_word_forms`)."""
+    forms = (form for word in _query_words(words) for form in _word_forms(word))
+    return " | ".join(f"{form}:*" for form in dict.fromkeys(forms))
+
+
+def _word_forms(word: str) -> tuple[str, ...]:
+    """``word``, and its stem when it has a plural, ``-ed`` or ``-ing`` ending
+    (:func:`~agentledger.server._search.stem.light_stem`: ``refunds`` also finds ``refund``, as
+    SQLite's Porter stemmer does)."""
+    stem = light_stem(word)
+    return (word,) if stem == word else (word, stem)
 
 
 #: Row counts for the inverse document frequency stop here (all rows, rows with one word).
@@ -156,7 +167,7 @@ class PostgresSearch(SearchBackend):
         folded = _query_words(words)
         if not folded:
             return []
-        anyword = func.to_tsquery(_SIMPLE, literal(" | ".join(f"{w}:*" for w in folded)))
+        anyword = func.to_tsquery(_SIMPLE, literal(tsquery_text(folded)))
         # BM25-like: each word's ts_rank weighted by its inverse document frequency among the
         # rows the filters allow (Lucene's form, log(1 + (N - n + 0.5) / (n + 0.5)), above 0
         # even for a word in most rows), so a rare word outranks a common one (ts_rank alone
@@ -164,7 +175,8 @@ class PostgresSearch(SearchBackend):
         total = _capped_count(conn, [_SEARCH.is_not(None), *where], _TOTAL_CAP)
         rank: ColumnElement[Any] | None = None
         for word in folded:
-            tsquery = func.to_tsquery(_SIMPLE, literal(f"{word}:*"))
+            forms = " | ".join(f"{form}:*" for form in _word_forms(word))
+            tsquery = func.to_tsquery(_SIMPLE, literal(forms))
             matching = _capped_count(conn, [_SEARCH.op("@@")(tsquery), *where], _WORD_CAP)
             idf = math.log(1 + (total - matching + 0.5) / (matching + 0.5))
             term = func.ts_rank(_SEARCH, tsquery) * idf
