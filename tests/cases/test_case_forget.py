@@ -28,6 +28,27 @@ def _session(ledger: Ledger, session: str, metadata: dict[str, Any] | None) -> N
     ledger.log("assistant_response", {"text": "on its way"}, session_id=session, parent_id=root)
 
 
+def _export(server: Any, agent: str, session: str, out: Path) -> Path:
+    """``agentledger cases export`` of one session; returns the case file."""
+    result = cli(
+        "cases",
+        "export",
+        "--url",
+        server.url,
+        "--api-key",
+        server.api_key,
+        "--agent",
+        agent,
+        "--session",
+        session,
+        "--out",
+        out,
+    )
+    assert result.exit_code == 0, result.output
+    (path,) = out.glob("*.json")
+    return path
+
+
 @pytest.fixture
 def exported(ledger_server: Any, agent_name: str, tmp_path: Path) -> dict[str, Path]:
     sessions = {
@@ -42,22 +63,7 @@ def exported(ledger_server: Any, agent_name: str, tmp_path: Path) -> dict[str, P
     out = tmp_path / "cases"
     files: dict[str, Path] = {}
     for name, (session, _) in sessions.items():
-        result = cli(
-            "cases",
-            "export",
-            "--url",
-            ledger_server.url,
-            "--api-key",
-            ledger_server.api_key,
-            "--agent",
-            agent_name,
-            "--session",
-            session,
-            "--out",
-            out / name,
-        )
-        assert result.exit_code == 0, result.output
-        (files[name],) = (out / name).glob("*.json")
+        files[name] = _export(ledger_server, agent_name, session, out / name)
     return files
 
 
@@ -163,23 +169,7 @@ def test_export_after_forget_invents_no_tool(
         assert ledger.flush(10).complete
         erased = ledger.forget("user_id", "u-9")
         assert erased.deleted_events == 2
-    out = tmp_path / "cases"
-    result = cli(
-        "cases",
-        "export",
-        "--url",
-        ledger_server.url,
-        "--api-key",
-        ledger_server.api_key,
-        "--agent",
-        agent_name,
-        "--session",
-        session,
-        "--out",
-        out,
-    )
-    assert result.exit_code == 0, result.output
-    (path,) = out.glob("*.json")
+    path = _export(ledger_server, agent_name, session, tmp_path / "cases")
     case = load_case(path)
     assert [check.tool for check in case.expect.must_call] == ["refund"]
     assert set(case.tool_stubs) == {"refund"}
