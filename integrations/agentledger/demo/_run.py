@@ -208,6 +208,10 @@ def _print_next_steps(
     say(f"• the session:  agentledger replay {session_id}")
     say(f"• why this answer:  agentledger why {answer}")
     if dashboard:
+        say(
+            "• dashboard (open the `dashboard:` link the server prints first; it logs this "
+            "browser in):"
+        )
         say(f"• dashboard, this session:  {url}/ui/sessions/{session_id}?agent={agent}")
         say(f"• dashboard, why + impact of the answer:  {url}/ui/events/{answer}")
     say(f"• over HTTP:  GET {url}/v1/events/{answer}/why  and  .../impact  (docs: {url}/swagger)")
