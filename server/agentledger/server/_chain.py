@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from agentledger.protocol.vocabulary import CLOSING_EVENTS, EDGE_CAUSE, EDGE_CLOSES
 from agentledger.server._causes import record_edges
 
 __all__ = ["ChainHasher", "ChainReport", "ChainRow", "ChainRowTuple", "verify_rows"]
@@ -258,9 +259,13 @@ def _tombstone_edges_match(
 
 def _edges_match(rec: dict[str, Any], agent: str, stored: list[tuple[str, str, str]]) -> bool:
     caused_by = rec.get("caused_by")
-    if caused_by is not None and not (
-        isinstance(caused_by, list) and all(isinstance(c, dict) for c in caused_by)
-    ):
+    if caused_by is None:  # the common record: no causes beyond its parent (the same rule)
+        parent = rec.get("parent_id")
+        if not parent:
+            return not stored
+        kind = EDGE_CLOSES if rec.get("event") in CLOSING_EVENTS else EDGE_CAUSE
+        return len(stored) == 1 and stored[0] == (parent, kind, agent)
+    if not (isinstance(caused_by, list) and all(isinstance(c, dict) for c in caused_by)):
         return False
     parent = rec.get("parent_id")
     expected = record_edges(str(rec.get("event")), parent if parent else None, caused_by)
