@@ -196,6 +196,7 @@ class WhyResult:
         cut_at: events whose causes were not followed (``depth`` or ``limit`` reached).
         chain_complete: nothing missing and nothing cut.
         missing_parent: the first of ``missing``, else ``None``.
+        raw: the whole answer as it came (members the server adds too).
     """
 
     event_id: str
@@ -211,6 +212,7 @@ class WhyResult:
     missing: list[str] = field(default_factory=list)
     cut_at: list[str] = field(default_factory=list)
     size_truncated: bool = False
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_wire(cls, obj: dict[str, Any]) -> WhyResult:
@@ -229,6 +231,7 @@ class WhyResult:
             missing=[str(m) for m in obj.get("missing") or []],
             cut_at=[str(c) for c in obj.get("cut_at") or []],
             size_truncated=bool(obj.get("size_truncated", False)),
+            raw=dict(obj),
         )
 
     def causes_of(self, event_id: str) -> list[Edge]:
@@ -241,7 +244,7 @@ class ImpactResult:
     """``impact(event_id)``: every causal descendant of the event as a DAG, causes before
     their effects (the asked event itself is not in ``events``; ``edges`` include its own).
     ``truncated`` when ``limit`` cut the answer, ``depth_truncated`` when ``depth`` did;
-    ``cut_at`` names where."""
+    ``cut_at`` names where. ``raw`` is the whole answer as it came."""
 
     event_id: str
     count: int
@@ -250,6 +253,7 @@ class ImpactResult:
     edges: list[Edge] = field(default_factory=list)
     cut_at: list[str] = field(default_factory=list)
     depth_truncated: bool = False
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_wire(cls, obj: dict[str, Any]) -> ImpactResult:
@@ -262,6 +266,7 @@ class ImpactResult:
             edges=_edges(obj.get("edges")),
             cut_at=[str(c) for c in obj.get("cut_at") or []],
             depth_truncated=bool(obj.get("depth_truncated", False)),
+            raw=dict(obj),
         )
 
     def effects_of(self, event_id: str) -> list[Edge]:
