@@ -9,10 +9,11 @@ without a time as ``to`` includes that whole day. A key bound to an agent sees o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_SESSION_CHARS
@@ -105,10 +106,41 @@ async def _window(
     return window, _granularity(granularity, start, end)
 
 
-async def _scan(request: Request, window: Window, max_events: int) -> tuple[Scan, PriceTable]:
+@dataclass(frozen=True, slots=True)
+class _Period:
+    """The query parameters every usage route shares."""
+
+    since: str | None
+    until: str | None
+    granularity: str | None
+    session_id: str | None
+    max_events: int
+
+
+def _period(
+    from_: FromParam = None,
+    to: TimeParam = None,
+    granularity: Granularity = None,
+    session_id: SessionParam = None,
+    max_events: MaxEvents = 200_000,
+) -> _Period:
+    return _Period(from_, to, granularity, session_id, max_events)
+
+
+Period = Annotated[_Period, Depends(_period)]
+
+
+async def _read(
+    request: Request, agents: tuple[str, ...] | None, period: _Period
+) -> tuple[Scan, PriceTable, str]:
+    """The events of ``period`` (of ``agents``; ``None``: every agent), the price table and
+    the time unit of trends."""
+    window, unit = await _window(
+        request, agents, period.since, period.until, period.granularity, period.session_id
+    )
     state = request.app.state
-    found = await run_in_threadpool(scan, state.store, window, max_events=max_events)
-    return found, state.prices
+    found = await run_in_threadpool(scan, state.store, window, max_events=period.max_events)
+    return found, state.prices, unit
 
 
 @router.get("/agents/{agent}/token-usage")
@@ -116,16 +148,11 @@ async def agent_token_usage(
     agent: AgentPath,
     principal: ReadPrincipal,
     request: Request,
-    from_: FromParam = None,
-    to: TimeParam = None,
-    granularity: Granularity = None,
-    session_id: SessionParam = None,
-    max_events: MaxEvents = 200_000,
+    period: Period,
 ) -> Response:
     """Token usage of ``agent`` with the cache split, cost, breakdowns and a trend."""
     principal.check_agent(agent)
-    window, unit = await _window(request, (agent,), from_, to, granularity, session_id)
-    found, prices = await _scan(request, window, max_events)
+    found, prices, unit = await _read(request, (agent,), period)
     return json_response(token_usage(found, prices, unit))
 
 
@@ -140,19 +167,12 @@ def _agents_for(principal: Principal, agent: str | None) -> tuple[str, ...] | No
 async def all_token_usage(
     principal: ReadPrincipal,
     request: Request,
+    period: Period,
     agent: Annotated[str | None, Query(pattern=AGENT_PATTERN, max_length=MAX_AGENT_CHARS)] = None,
-    from_: FromParam = None,
-    to: TimeParam = None,
-    granularity: Granularity = None,
-    session_id: SessionParam = None,
-    max_events: MaxEvents = 200_000,
 ) -> Response:
     """Token usage of every agent the key may read (or of ``agent``), by agent, model and
     session."""
-    window, unit = await _window(
-        request, _agents_for(principal, agent), from_, to, granularity, session_id
-    )
-    found, prices = await _scan(request, window, max_events)
+    found, prices, unit = await _read(request, _agents_for(principal, agent), period)
     return json_response(token_usage(found, prices, unit))
 
 
@@ -161,16 +181,11 @@ async def agent_token_optimization(
     agent: AgentPath,
     principal: ReadPrincipal,
     request: Request,
-    from_: FromParam = None,
-    to: TimeParam = None,
-    granularity: Granularity = None,
-    session_id: SessionParam = None,
-    max_events: MaxEvents = 200_000,
+    period: Period,
 ) -> Response:
     """Token-saving suggestions from the stored usage (fixed rules, numbers cited)."""
     principal.check_agent(agent)
-    window, _ = await _window(request, (agent,), from_, to, granularity, session_id)
-    found, prices = await _scan(request, window, max_events)
+    found, prices, _ = await _read(request, (agent,), period)
     return json_response(token_optimization(found, prices))
 
 
@@ -188,8 +203,8 @@ async def agent_suggestions(
     """Improvement suggestions (cost and reliability), each resting on cited evidence.
     ``refresh`` is accepted and changes nothing: answers are computed on every request."""
     principal.check_agent(agent)
-    window, _ = await _window(request, (agent,), from_, to, None, session_id)
-    found, prices = await _scan(request, window, max_events)
+    period = _Period(from_, to, None, session_id, max_events)
+    found, prices, _ = await _read(request, (agent,), period)
     return json_response(improvement_suggestions(found, prices))
 
 
@@ -220,17 +235,12 @@ async def agent_report(
     agent: AgentPath,
     principal: ReadPrincipal,
     request: Request,
-    from_: FromParam = None,
-    to: TimeParam = None,
-    granularity: Granularity = None,
-    session_id: SessionParam = None,
-    max_events: MaxEvents = 200_000,
+    period: Period,
 ) -> Response:
     """Activity, errors, sessions, token usage and recommendations of ``agent`` (or of one of
     its sessions) over the period."""
     principal.check_agent(agent)
-    window, unit = await _window(request, (agent,), from_, to, granularity, session_id)
-    found, prices = await _scan(request, window, max_events)
+    found, prices, unit = await _read(request, (agent,), period)
     body = report(found, prices, unit)
     body["recommendations"] = _recommendations(improvement_suggestions(found, prices))
     return json_response(body)
