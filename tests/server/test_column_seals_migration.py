@@ -5,27 +5,18 @@ stored row once with the server's chain hasher, so old chains keep verifying, an
 from __future__ import annotations
 
 import pytest
-from alembic import command
-from alembic.config import Config
 
-from agentledger.server._chain import ChainReport, verify_rows
+from _migrations import alembic, verify_agent
+from agentledger.server._chain import ChainReport
 from agentledger.server._ingest import now_ts, prepare, validate_item
 from agentledger.server._store import open_store
 from agentledger.server._store.base import LedgerStore
-from agentledger.server._store.sqlite import MIGRATIONS_DIR
 
 AGENT = "old-rows"
 
 
-def _alembic(connection: object, action: str, revision: str) -> None:
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    config.attributes["connection"] = connection
-    getattr(command, action)(config, revision)
-
-
 def _verify(store: LedgerStore) -> ChainReport:
-    return verify_rows(store.chain_rows(AGENT), store.hasher, edges=store.edge_rows(AGENT))
+    return verify_agent(store, AGENT)
 
 
 def _problems(report: ChainReport) -> list[tuple[str, int]]:
@@ -51,7 +42,7 @@ def test_upgrade_seals_the_stored_rows(store_db: str, chain_key: str | None) -> 
     ]
     assert all(outcome.ok for outcome in store.append(items))
     with store.engine.begin() as conn:
-        _alembic(conn, "downgrade", "0005")  # the rows as revision 0005 stored them
+        alembic(conn, "downgrade", "0005")  # the rows as revision 0005 stored them
     store.close()
     store = open_store(store_db, chain_key=chain_key)  # opening upgrades and seals
     try:
@@ -73,7 +64,7 @@ def test_downgrade_drops_the_seals(store_db: str) -> None:
     store = open_store(store_db)
     try:
         with store.engine.begin() as conn:
-            _alembic(conn, "downgrade", "0005")
+            alembic(conn, "downgrade", "0005")
             columns = conn.exec_driver_sql("SELECT * FROM events LIMIT 0").keys()
         assert "seal" not in columns
     finally:

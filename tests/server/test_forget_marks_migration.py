@@ -5,27 +5,18 @@ written by hand after the upgrade is reported."""
 from __future__ import annotations
 
 import pytest
-from alembic import command
-from alembic.config import Config
 
-from agentledger.server._chain import ChainReport, verify_rows
+from _migrations import alembic, verify_agent
+from agentledger.server._chain import ChainReport
 from agentledger.server._ingest import now_ts, prepare, validate_item
 from agentledger.server._store import open_store
 from agentledger.server._store.base import LedgerStore
-from agentledger.server._store.sqlite import MIGRATIONS_DIR
 
 AGENT = "old-forget"
 
 
-def _alembic(connection: object, action: str, revision: str) -> None:
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    config.attributes["connection"] = connection
-    getattr(command, action)(config, revision)
-
-
 def _verify(store: LedgerStore) -> ChainReport:
-    return verify_rows(store.chain_rows(AGENT), store.hasher, edges=store.edge_rows(AGENT))
+    return verify_agent(store, AGENT)
 
 
 def _erase_by_hand(store: LedgerStore, sequence_no: int, *, like_forget: bool) -> None:
@@ -48,7 +39,7 @@ def test_upgrade_marks_old_tombstones(store_db: str, chain_key: str | None) -> N
     ]
     assert all(outcome.ok for outcome in store.append(items))
     with store.engine.begin() as conn:
-        _alembic(conn, "downgrade", "0004")
+        alembic(conn, "downgrade", "0004")
     _erase_by_hand(store, 2, like_forget=True)  # a forget of revision 0004
     store.close()
     store = open_store(store_db, chain_key=chain_key)  # opening upgrades and marks
@@ -78,14 +69,14 @@ def test_downgrade_clears_the_marks(store_db: str) -> None:
     )
     assert store.append([item])[0].ok
     with store.engine.begin() as conn:
-        _alembic(conn, "downgrade", "0004")
+        alembic(conn, "downgrade", "0004")
     _erase_by_hand(store, 1, like_forget=True)
     store.close()
     store = open_store(store_db)
     try:
         assert _verify(store).intact and _verify(store).erased == 1
         with store.engine.begin() as conn:
-            _alembic(conn, "downgrade", "0004")
+            alembic(conn, "downgrade", "0004")
             marks = conn.exec_driver_sql(
                 "SELECT count(*) FROM events WHERE fingerprint IS NOT NULL"
             ).scalar_one()
