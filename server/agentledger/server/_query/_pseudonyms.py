@@ -23,9 +23,10 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, and_, bindparam, delete, or_, select, update
 
+from agentledger.protocol.subjects import names_value
 from agentledger.server._canonical import canonical_reference
 from agentledger.server._chain import ChainHasher
-from agentledger.server._query.forget import SEARCHED, session_names
+from agentledger.server._query.forget import SEARCHED
 from agentledger.server._search.base import SearchBackend
 from agentledger.server._store._rows import IN_CHUNK
 from agentledger.server._tables import event_embeddings, events
@@ -56,7 +57,7 @@ def find_sessions(
     conn: Connection, hasher: ChainHasher, value: str, agents: Sequence[str] | None
 ) -> SessionRenames:
     """The sessions (of ``agents``, or of every agent) whose id names ``value``
-    (:func:`~agentledger.server._query.forget.session_names`), with their pseudonyms."""
+    (:func:`~agentledger.protocol.subjects.names_value`), with their pseudonyms."""
     query = (
         select(events.c.agent, events.c.session_id)
         .where(events.c.session_id.like(_like_pattern(value), escape="\\"))
@@ -67,7 +68,7 @@ def find_sessions(
     renames = SessionRenames()
     nonce = os.urandom(32)
     for agent, session_id in conn.execute(query):
-        if session_id is None or not session_names(session_id, value):
+        if session_id is None or not names_value(session_id, value):
             continue
         renames.names.setdefault(session_id, hasher.pseudonym(session_id, nonce))
         renames.agents.setdefault(session_id, set()).add(agent)

@@ -10,9 +10,10 @@ matches ``42`` and ``42.0``; ``true``/``false``/``null`` by their JSON literals.
 (the stored ``record`` is RFC 8785 JSON: no whitespace, fixed escaping), so the store can
 narrow candidates with ``LIKE`` before the exact check of :class:`ForgetMatcher` in Python.
 
-The rule for session ids (:func:`session_names`): the id contains the value as a whole token,
-bounded by the ends of the id or by characters that are neither letters nor digits
-(``chat-alice@example.com`` names ``alice@example.com``; ``sess-u-23`` does not name ``u-2``).
+The rule for session ids (:func:`agentledger.protocol.subjects.names_value`): the id contains
+the value as a whole token, bounded by the ends of the id or by characters that are neither
+letters nor digits (``chat-alice@example.com`` names ``alice@example.com``; ``sess-u-23``
+does not name ``u-2``).
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from agentledger.protocol.subjects import names_value
 from agentledger.server._canonical import canonical_reference
 
-__all__ = ["SEARCHED", "ForgetMatcher", "prefilters", "session_names", "value_text"]
+__all__ = ["SEARCHED", "ForgetMatcher", "prefilters", "value_text"]
 
 #: The parts of a record forget looks into for ``filter_key == filter_value``.
 SEARCHED = ("data", "metadata")
@@ -109,11 +109,6 @@ class ForgetMatcher:
         if not isinstance(record, dict):
             return []
         return [part for part in SEARCHED if self.matches(record.get(part))]
-
-
-def session_names(session_id: str, value: str) -> bool:
-    """Whether ``session_id`` contains ``value`` as a whole token (see the module's rule)."""
-    return names_value(session_id, value)
 
 
 def prefilters(filter_key: str, filter_value: str) -> tuple[bytes, tuple[bytes, ...]]:
