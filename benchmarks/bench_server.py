@@ -61,24 +61,72 @@ def event_data(i: int) -> dict[str, Any]:
     }
 
 
-def batches(agent: str, n: int) -> Iterator[bytes]:
+def langchain_data(i: int) -> dict[str, Any]:
+    """An ``llm_end`` as the LangChain handler writes it: text, model, token usage, a float
+    ``duration_ms``."""
+    return {
+        "text": f"Order ORD-{i} was charged twice; I have opened a refund for the second charge.",
+        "model": "gpt-4o-mini",
+        "finish_reason": "stop",
+        "token_usage": {
+            "input_tokens": 812,
+            "output_tokens": 64,
+            "total_tokens": 876,
+            "cache_read_tokens": 512,
+        },
+        "tool_calls": [],
+        "duration_ms": 812.345 + (i % 97) / 8,
+    }
+
+
+def client_ts() -> str:
+    """The client's timestamp form (microseconds, ``Z``)."""
+    seconds, rest = divmod(time.time_ns(), 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rest // 1000:06d}Z"
+
+
+#: Event shapes: ``plain`` (server-made ids and times, no floats) and ``langchain`` (what the
+#: client sends for a LangChain ``llm_end``: its own UUIDv7 and timestamp, a scope, a float).
+SHAPES = ("plain", "langchain")
+
+
+def batches(agent: str, n: int, shape: str = "plain") -> Iterator[bytes]:
     for start in range(0, n, BATCH):
         items = []
+        previous = None
         for i in range(start, min(n, start + BATCH)):
-            item: dict[str, Any] = {
-                "agent": agent,
-                "event": "tool_call",
-                "data": event_data(i),
-                "session_id": f"s-{i // 50}",
-            }
-            if i % BATCH:
-                item["parent_index"] = (i % BATCH) - 1
+            if shape == "plain":
+                item: dict[str, Any] = {
+                    "agent": agent,
+                    "event": "tool_call",
+                    "data": event_data(i),
+                    "session_id": f"s-{i // 50}",
+                }
+                if i % BATCH:
+                    item["parent_index"] = (i % BATCH) - 1
+            else:
+                event_id = str(uuid_utils.uuid7())
+                item = {
+                    "event_id": event_id,
+                    "agent": agent,
+                    "event": "llm_end",
+                    "data": langchain_data(i),
+                    "timestamp": client_ts(),
+                    "session_id": f"s-{i // 50}",
+                    "scope_id": SCOPE,
+                }
+                if previous is not None:
+                    item["parent_id"] = previous
+                previous = event_id
             items.append(item)
         yield orjson.dumps({"events": items})
 
 
-def ingest_http(url: str, agent: str, n: int) -> float:
-    bodies = list(batches(agent, n))
+SCOPE = str(uuid.uuid4())
+
+
+def ingest_http(url: str, agent: str, n: int, shape: str = "plain") -> float:
+    bodies = list(batches(agent, n, shape))
     headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
     with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
         client.get("/health")
@@ -117,10 +165,11 @@ class RawLoop:
         self.seq = 0
         self.previous = ""
 
-    def write(self, n: int) -> float:
-        """Write ``n`` more events; returns events/s."""
+    def write(self, n: int, shape: str = "plain") -> float:
+        """Write ``n`` more events of ``shape``; returns events/s."""
         start = time.perf_counter()
         parent = None
+        data_of = event_data if shape == "plain" else langchain_data
         for first in range(0, n, BATCH):
             rows = []
             for i in range(first, min(n, first + BATCH)):
@@ -133,7 +182,7 @@ class RawLoop:
                     "sequence_no": self.seq,
                     "timestamp": ts,
                     "event": "tool_call",
-                    "data": event_data(i),
+                    "data": data_of(i),
                     "parent_id": parent if i % BATCH else None,
                     "session_id": f"s-{i // 50}",
                     "metadata": None,
@@ -253,22 +302,24 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
     raw = RawLoop(tmp / "raw.db")
     with server(tmp / "ledger.db") as (url, proc):
         # interleaved rounds (raw, ours, raw, ours...) so both see the same machine load
-        raw_rates, our_rates = [], []
-        for _ in range(ROUNDS):
-            raw_rates.append(raw.write(n_ingest // ROUNDS))
-            our_rates.append(ingest_http(url, "bench-ingest", n_ingest // ROUNDS))
-        raw_rate, ours_rate = statistics.median(raw_rates), statistics.median(our_rates)
-        ratio = ours_rate / raw_rate
-        rows.append(
-            (
-                f"ingest {n_ingest:,} events, batches of 500 (median of {ROUNDS} rounds)",
-                f"{ours_rate:,.0f} ev/s",
-                f"raw sqlite3 {raw_rate:,.0f} ev/s",
-                f"{ratio:.2f}x",
-                f"ratio {'ok' if ratio >= 0.3 else 'MISS'} (>=0.3x); "
-                f"rate {'ok' if ours_rate >= 20_000 else 'MISS'} (>=20k/s)",
+        for shape in SHAPES:
+            raw_rates, our_rates = [], []
+            for round_no in range(ROUNDS):
+                raw_rates.append(raw.write(n_ingest // ROUNDS, shape))
+                agent = f"bench-ingest-{shape}-{round_no}"
+                our_rates.append(ingest_http(url, agent, n_ingest // ROUNDS, shape))
+            raw_rate, ours_rate = statistics.median(raw_rates), statistics.median(our_rates)
+            ratio = ours_rate / raw_rate
+            rows.append(
+                (
+                    f"ingest {n_ingest:,} {shape} events, batches of 500 "
+                    f"(median of {ROUNDS} rounds)",
+                    f"{ours_rate:,.0f} ev/s",
+                    f"raw sqlite3 {raw_rate:,.0f} ev/s",
+                    f"{ratio:.2f}x",
+                    f"ratio {'ok' if ratio >= 0.6 else 'MISS'} (>=0.6x)",
+                )
             )
-        )
         headers = {"Authorization": f"Bearer {KEY}"}
         with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
             chain = post_chain(client, "bench-why", [None, *range(0, 1_000)])

@@ -57,16 +57,37 @@ def test_canonical_always_equals_rfc8785(value: dict[str, Any]) -> None:
     "value",
     [
         {"f": 1.0},
+        {"f": -0.0},
+        {"f": 1e16},
         {"f": 1e21},
-        {"f": 5e-7},
-        {"nested": [{"x": 0.1}]},
-        {"é": 1},
+        {"f": 1e-6},
+        {"f": 9.5e-6},
+        {"nested": [{"x": 0.1, "y": 2.0}]},
         {"\U0001f600": 1, "\ufb01": 2},
     ],
 )
-def test_floats_and_non_ascii_keys_take_the_reference_path(value: dict[str, Any]) -> None:
+def test_whole_floats_gap_floats_and_astral_keys_take_the_reference_path(
+    value: dict[str, Any],
+) -> None:
     assert inspect_value(value, max_depth=64) is False
     assert canonical(value, fast_ok=False) == rfc8785.dumps(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"duration_ms": 812.345},
+        {"f": 5e-7},
+        {"f": 1e-5},
+        {"f": -0.5, "g": 5e-324, "h": 1.2345e-300},
+        {"nested": [{"x": 0.1}]},
+        {"é": 1, "\ue000": 2, "\uffff": 3, "z": 4},
+    ],
+)
+def test_ordinary_floats_and_bmp_keys_take_the_fast_path(value: dict[str, Any]) -> None:
+    # The floats integrations send (duration_ms) keep the fast path.
+    assert inspect_value(value, max_depth=64) is True
+    assert canonical_fast(value) == rfc8785.dumps(value)
 
 
 def test_astral_keys_sort_by_utf16_code_units() -> None:

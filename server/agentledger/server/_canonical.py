@@ -1,6 +1,6 @@
 """RFC 8785 (JCS) canonical JSON of a stored record, with a fast path (orjson, sorted keys)
-for values without floats and with ASCII keys, and :func:`inspect_value`, which enforces the
-input limits and decides whether the fast path applies.
+for every value whose orjson bytes are provably the RFC 8785 bytes, and :func:`inspect_value`,
+which enforces the input limits and decides whether the fast path applies.
 
 Design (why the fast path gives the same bytes): ``docs/design/server-chain.md``.
 """
@@ -23,11 +23,42 @@ __all__ = [
     "canonical",
     "canonical_fast",
     "canonical_reference",
+    "float_fast_ok",
     "inspect_value",
+    "key_fast_ok",
 ]
 
 #: RFC 8785 section 3.2.2.3 / I-JSON: integers beyond ±(2**53 - 1) cannot round-trip.
 MAX_SAFE_INTEGER = limits.MAX_SAFE_INTEGER
+
+#: orjson writes ``1e-6 <= |x| < 1e-5`` in exponent form, ECMAScript in fixed form.
+_EXPONENT_GAP = (1e-6, 1e-5)
+#: The first code point outside the Basic Multilingual Plane: from here on a key's UTF-16
+#: code units (RFC 8785's key order) no longer sort like its code points (orjson's order).
+_ASTRAL = "\U00010000"
+
+
+def float_fast_ok(value: float) -> bool:
+    """Whether orjson prints the finite float ``value`` exactly as RFC 8785 does.
+
+    Both print the shortest digit string that reads back as the same double (ties to the
+    nearer one), so only the notation can differ: RFC 8785 (ECMAScript ``Number::toString``)
+    prints whole numbers below 1e21 without a fraction (``2``, ``0`` for -0.0,
+    ``10000000000000000`` for 1e16) where orjson writes ``2.0``, ``-0.0``, ``1e+16``; and
+    ECMAScript keeps fixed notation down to 1e-6 where orjson switches to an exponent below
+    1e-5. Every other float (non-whole, outside ``[1e-6, 1e-5)`` in magnitude) is
+    byte-identical; ``tests/server/test_canonical_property.py`` pins it.
+    """
+    if value.is_integer():
+        return False
+    low, high = _EXPONENT_GAP
+    return not low <= abs(value) < high
+
+
+def key_fast_ok(key: str) -> bool:
+    """Whether an object key sorts the same under RFC 8785 (UTF-16 code units) and orjson
+    (code points): every key without a character beyond U+FFFF does."""
+    return key.isascii() or max(key) < _ASTRAL
 
 
 class InputLimitError(LedgerError, ValueError):
@@ -48,7 +79,7 @@ def inspect_value(value: Any, *, max_depth: int) -> bool:
 
     Returns:
         ``True`` when :func:`canonical_fast` is byte-identical to RFC 8785 for this value
-        (no floats, ASCII-only keys).
+        (every float passes :func:`float_fast_ok`, every key :func:`key_fast_ok`).
 
     Raises:
         InputLimitError: nesting deeper than ``max_depth``, an integer outside
@@ -75,7 +106,7 @@ def _inspect_fast(value: Any, depth: int, max_depth: int) -> bool:
         for key in value:
             if type(key) is not str:
                 raise _Recheck
-            if not key.isascii():
+            if not key.isascii() and max(key) >= _ASTRAL:
                 fast = False
     elif kind is list:
         children = value
@@ -91,7 +122,8 @@ def _inspect_fast(value: Any, depth: int, max_depth: int) -> bool:
         elif ckind is float:
             if not math.isfinite(child):
                 raise _Recheck
-            fast = False
+            if fast and not float_fast_ok(child):
+                fast = False
         elif ckind is dict or ckind is list:
             if not _inspect_fast(child, depth + 1, max_depth):
                 fast = False
@@ -117,7 +149,7 @@ def _inspect_slow(value: Any, max_depth: int) -> bool:
             if isinstance(node, Mapping):
                 if not isinstance(key, str):
                     raise InputLimitError(path, "object keys must be strings")
-                if fast and not key.isascii():
+                if fast and not key_fast_ok(key):
                     fast = False
             if isinstance(child, bool) or child is None or isinstance(child, str):
                 continue
@@ -130,7 +162,8 @@ def _inspect_slow(value: Any, max_depth: int) -> bool:
             elif isinstance(child, float):
                 if not math.isfinite(child):
                     raise InputLimitError((*path, key), "NaN and Infinity are not JSON")
-                fast = False
+                if fast and not float_fast_ok(child):
+                    fast = False
             elif isinstance(child, Mapping | list | tuple):
                 stack.append((child, depth + 1, (*path, key)))
     return fast
