@@ -373,17 +373,24 @@ _PLAIN_TRIGGERS = ("private key", "eyj", "sk-", "xox", "akia", "asia", "abia", "
 _UNDERSCORE_TRIGGERS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "k_live_", "k_test_")
 
 
+_UNDERSCORED_TRIGGERS = _PLAIN_TRIGGERS + _UNDERSCORE_TRIGGERS
+
+
 def _needs_secret_pass(value: str) -> bool:
     """Whether a string holds a trigger of a secret shape (substring tests, ~50 ns each: ten
-    times faster than one case-blind regex over all of them, and each a short call)."""
+    times faster than one case-blind regex over all of them, and each a short call). A plain
+    loop: a generator expression under ``any()`` costs about as much again per string."""
     lowered = value.lower()
     if "=" in value or ":" in value:
         triggers = _STRING_TRIGGERS
     elif "_" in value:
-        triggers = _PLAIN_TRIGGERS + _UNDERSCORE_TRIGGERS
+        triggers = _UNDERSCORED_TRIGGERS
     else:
         triggers = _PLAIN_TRIGGERS
-    return any(trigger in lowered for trigger in triggers)
+    for trigger in triggers:  # noqa: SIM110 (the loop is the point, see above)
+        if trigger in lowered:
+            return True
+    return False
 
 
 def might_hold_secrets(raw: bytes) -> bool:
