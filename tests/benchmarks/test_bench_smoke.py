@@ -21,6 +21,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
     ("script", "row"),
     [
         ("bench_server.py", "why() depth 1,000 over HTTP"),
+        ("bench_ingest.py", "canonical JSON of a LangChain-shaped record"),
         ("bench_query.py", "keyword search p50"),
         ("bench_cases.py", "check() on 1,000 events"),
         ("bench_mcp_proxy.py", "proxy, server down"),

@@ -5,7 +5,8 @@ The documents mix nested objects and arrays, keys and strings from the whole of 
 (astral characters, the code points around the surrogate range, control characters), integers
 up to ±(2**53 - 1) and floats drawn to hit the notation boundaries of both serializers (around
 1e-7, 1e-6, 1e-5, 1e16, 1e21, whole numbers, subnormals, any bit pattern). CI runs a few
-hundred documents; ``AGENTLEDGER_CANONICAL_EXAMPLES=100000`` runs a hundred thousand.
+hundred documents; ``AGENTLEDGER_CANONICAL_EXAMPLES=100000`` runs a hundred thousand (with
+``--timeout=0``: that takes longer than the suite's per-test timeout).
 """
 
 from __future__ import annotations
