@@ -1,4 +1,8 @@
-"""Shared route dependencies: the store and settings of the running app."""
+"""Shared route dependencies: the store and settings of the running app.
+
+Both are ``async``: they only read ``app.state``, and FastAPI runs a plain ``def`` dependency
+in its threadpool, one hand-off per dependency per request.
+"""
 
 from __future__ import annotations
 
@@ -12,12 +16,12 @@ from agentledger.server._store.base import LedgerStore
 __all__ = ["SettingsDep", "StoreDep"]
 
 
-def _store(request: Request) -> LedgerStore:
+async def _store(request: Request) -> LedgerStore:
     store: LedgerStore = request.app.state.store
     return store
 
 
-def _settings(request: Request) -> Settings:
+async def _settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
