@@ -38,15 +38,23 @@ __all__ = [
 ]
 
 _SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-# A number of 19 digits or more: maybe beyond 64 bits, where orjson gives a float. Also matches
-# such digits inside a string now and then, which only costs the slower exact reading.
-_LONG_NUMBER = re.compile(rb"[\[:,]\s*-?\d{19}")
+# A number of 19 digits or more may lie beyond 64 bits, where orjson gives a float. Such a
+# number holds a run of 19 digits: every digit mapped to "0" and every other byte to " ", the
+# body holds nineteen "0" in a row. Runs inside strings (or a float's long fraction) match too,
+# which only costs the slower exact reading. Two C passes: several times cheaper than a regex
+# over the body, which cost more than parsing it.
+_DIGITS_AS_ZERO = bytes(48 if 48 <= byte <= 57 else 32 for byte in range(256))
+_NINETEEN_DIGITS = b"0" * 19
+
+
+def _may_hold_long_integer(body: bytes) -> bool:
+    return _NINETEEN_DIGITS in body.translate(_DIGITS_AS_ZERO)
 
 
 def parse_body(body: bytes) -> Any:
     """Strict JSON (orjson) with every integer exact, however long (see module docstring)."""
     value = orjson.loads(body)
-    if _LONG_NUMBER.search(body):
+    if _may_hold_long_integer(body):
         # Valid strict JSON already: only the integers differ. Nested too deep for the standard
         # library, it is far beyond the depth limit, which refuses it anyway.
         with contextlib.suppress(RecursionError):
