@@ -17,6 +17,7 @@ from uuid import UUID
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import LLMResult
 
+from agentledger.integrations._prompt import prompt_fields
 from agentledger.integrations._shared import tool_names
 from agentledger.integrations.langchain._answer import Answer
 from agentledger.integrations.langchain._core import HandlerCore, elapsed_ms, hook
@@ -83,6 +84,8 @@ class ModelHooks(HandlerCore):
         data = self._model_start_data(serialized, metadata, kwargs)
         data["messages"] = batch[0] if len(batch) == 1 else batch
         prompt = messages[-1] if messages else []
+        # the system prompt whole (messages are trimmed), with its hash as a prompt version
+        data.update(prompt_fields({"role": m.type, "content": m.content} for m in prompt))
         tail = trace.conversation.tool_results_in(prompt)
         if tail:
             data["tool_result_ids"] = tail
