@@ -16,8 +16,8 @@ nox.options.error_on_missing_interpreters = True
 
 PYTHON = "3.11"
 SOURCES = ["core_client", "server", "integrations"]
-MAIN_EXTRAS = ".[server,postgres,langchain,mcp,dev]"
-LINT_EXTRAS = ".[server,postgres,langchain,mcp,dev,docs]"
+MAIN_EXTRAS = ".[server,postgres,langchain,mcp,similarity,dev]"
+LINT_EXTRAS = ".[server,postgres,langchain,mcp,similarity,dev,docs]"
 
 
 def _pytest(session: nox.Session, *args: str) -> None:

@@ -151,7 +151,14 @@ def test_added_input_tokens_ignore_cache_reads() -> None:
     unknown = [e for e in events if e.event != v.LLM_END] + [
         Event("u", "crew", v.LLM_END, {"text": "", "token_usage": None}, "", "s", None)
     ]
+    # nothing measured: a ceiling cannot be said to hold, so it fails (never passes blind)
     note = {c.check_id: c for c in check(case, unknown).checks}["max_added_input_tokens"]
+    assert note.passed is False and note.actual.startswith("not measured")
+    assert "1 model calls with unknown usage" in note.actual
+    # one call measured, one not: the measured part is checked and the gap is named
+    unmeasured = Event("u2", "crew", v.LLM_END, {"text": "", "token_usage": None}, "", "s", None)
+    mixed = [*events, unmeasured]
+    note = {c.check_id: c for c in check(case, mixed).checks}["max_added_input_tokens"]
     assert note.passed and "1 model calls with unknown usage" in note.actual
 
 
@@ -199,16 +206,19 @@ def test_outcome_validators_and_arg_matchers() -> None:
         "note": "charged twice",
         "charge_id": "ch_2",
     }
-    ok = check(case, plain(answer, [("issue_refund", args)]))
+    ok = check(case, plain(answer, [("issue_refund", args)]), embed=None)
     by_id = {c.check_id: c for c in ok.checks}
     assert all(c.passed for k, c in by_id.items() if k != "outcome[4]:similar_to"), by_id
-    assert by_id["outcome[4]:similar_to"].passed is None  # no embeddings endpoint: skipped
+    assert by_id["outcome[4]:similar_to"].passed is None  # similarity turned off: not evaluated
+    assert "turned off" in by_id["outcome[4]:similar_to"].actual
     assert ok.passed
     embedded = check(
         case, plain(answer, [("issue_refund", args)]), embed=lambda texts: [[1.0, 0.0], [0.0, 1.0]]
     )
     assert {c.check_id: c for c in embedded.checks}["outcome[4]:similar_to"].passed is False
-    wrong = check(case, plain("card 4000", [("issue_refund", {**args, "reason": "goodwill"})]))
+    wrong = check(
+        case, plain("card 4000", [("issue_refund", {**args, "reason": "goodwill"})]), embed=None
+    )
     failed = {c.check_id: c for c in wrong.failures}
     assert set(failed) == {
         "outcome[0]:contains",

@@ -14,7 +14,7 @@ import contextlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -146,13 +146,53 @@ def run(
         typer.Option(help="OpenAI-compatible embeddings base URL for similar_to checks."),
     ] = None,
     embeddings_model: Annotated[str | None, typer.Option(help="Embeddings model.")] = None,
+    no_similarity: Annotated[
+        bool,
+        typer.Option(
+            "--no-similarity",
+            help="Turn similarity off: similar_to checks are not evaluated and similarity "
+            "gates cannot pass.",
+        ),
+    ] = False,
+    min_mean_similarity: Annotated[
+        float | None,
+        typer.Option(
+            help="Corpus gate: mean similarity of the answers to the source answers.",
+            min=-1.0,
+            max=1.0,
+        ),
+    ] = None,
+    min_similarity: Annotated[
+        float | None,
+        typer.Option(
+            help="Corpus gate: every run's similarity to its source answer.", min=-1.0, max=1.0
+        ),
+    ] = None,
+    max_truncations: Annotated[
+        int | None,
+        typer.Option(help="Corpus gate: most final answers cut at a token limit.", min=0),
+    ] = None,
+    run_id: Annotated[
+        str | None,
+        typer.Option(
+            help="Name of this run in the ledger (default in CI: the pipeline's run id); runs "
+            "of this id that finished before are read back, not run again.",
+            show_default=False,
+        ),
+    ] = None,
+    markdown: Annotated[
+        Path | None, typer.Option(help="Write a Markdown summary (for a pull request) here.")
+    ] = None,
 ) -> None:
-    """Run every case N times against the candidate; exit 1 when a check misses its rate."""
+    """Run every case N times against the candidate; exit 1 when a check misses its rate
+    or a corpus gate fails."""
     try:
         from agentledger.cases import (
             CaseError,
             EmbeddedServerError,
+            GateOptions,
             SpecError,
+            default_run_id,
             http_embedder,
             ledger_target,
             load_baseline,
@@ -160,7 +200,9 @@ def run(
             load_object,
             print_summary,
             run_suite,
+            suite_run_id,
             write_junit,
+            write_markdown,
         )
     except ImportError as error:
         raise missing_extra("cases run", "langchain", error) from error
@@ -192,7 +234,17 @@ def run(
         old = load_baseline(baseline) if baseline is not None else None
     except (CaseError, SpecError, ValueError) as error:
         raise _fail(console, str(error), 2) from error
-    embed = http_embedder(embeddings_url, embeddings_model)
+    gates = GateOptions(min_mean_similarity, min_similarity, max_truncations)
+    if no_similarity and gates.needs_similarity:
+        raise _fail(console, "--no-similarity cannot be combined with a similarity gate", 2)
+    embed: Any = None if no_similarity else (http_embedder(embeddings_url, embeddings_model))
+    if embed is None and not no_similarity:
+        embed = "auto"  # the configured endpoint, else the offline model, else fail closed
+    try:
+        name = run_id if run_id is not None else default_run_id(factory, agent_name)
+        named = suite_run_id(name) if name is not None else None
+    except SpecError as error:
+        raise _fail(console, str(error), 2) from error
     total = len(cases) * runs
     try:
         with (
@@ -208,6 +260,8 @@ def run(
                 default_min_pass_rate=min_pass_rate,
                 embed=embed,
                 progress=progress,
+                gates=gates,
+                run_id=named,
             )
     except (SpecError, TypeError) as error:
         raise _fail(console, str(error), 2) from error
@@ -219,6 +273,8 @@ def run(
         suite.write_json(report)
     if junit is not None:
         write_junit(suite, junit)
+    if markdown is not None:
+        write_markdown(suite, markdown)
     print_summary(suite, out)
     for case in suite.cases:
         if not case.gate_passed:

@@ -172,6 +172,25 @@ def resolve_embeddings_model(model: str | None, environ: Mapping[str, str] | Non
     return model or _env("AGENTLEDGER_EMBEDDINGS_MODEL", environ) or DEFAULT_EMBEDDINGS_MODEL
 
 
+#: Environment variables naming a CI pipeline run, tried in this order by
+#: :func:`resolve_ci_run_id` (a retried job keeps its pipeline's id).
+CI_RUN_ID_VARIABLES = (
+    "GITHUB_RUN_ID",
+    "CI_PIPELINE_ID",
+    "BUILDKITE_BUILD_ID",
+    "CIRCLE_WORKFLOW_ID",
+)
+
+
+def resolve_ci_run_id(environ: Mapping[str, str] | None = None) -> str | None:
+    """The CI's pipeline run id (:data:`CI_RUN_ID_VARIABLES`), ``None`` outside CI."""
+    for name in CI_RUN_ID_VARIABLES:
+        value = _env(name, environ)
+        if value:
+            return value
+    return None
+
+
 def resolve_embeddings_api_key(environ: Mapping[str, str] | None = None) -> str | None:
     """``AGENTLEDGER_EMBEDDINGS_API_KEY`` (``None`` when unset)."""
     return _env("AGENTLEDGER_EMBEDDINGS_API_KEY", environ)

@@ -12,13 +12,19 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agentledger.cases._checks import (
+        TRUNCATED_REASONS,
         CheckResult,
         Embedder,
         RunCheck,
         check,
     )
     from agentledger.cases._divergence import Divergence, Effect
-    from agentledger.cases._embed import http_embedder
+    from agentledger.cases._embed import (
+        EmbedderChoice,
+        http_embedder,
+        local_embedder,
+        resolve_embedder,
+    )
     from agentledger.cases._export import (
         ChainBrokenError,
         ExportResult,
@@ -26,6 +32,8 @@ if TYPE_CHECKING:
         export_cases,
     )
     from agentledger.cases._forget import CaseErasure, ErasedCase, forget_cases, subject_ref_of
+    from agentledger.cases._gate import GateOptions, GateResult, SimilarityStats
+    from agentledger.cases._markdown import markdown_summary, write_markdown
     from agentledger.cases._model import (
         SCHEMA_VERSION,
         Case,
@@ -53,9 +61,11 @@ if TYPE_CHECKING:
     from agentledger.cases._runner import (
         RunTarget,
         SpecError,
+        default_run_id,
         ledger_target,
         load_object,
         run_suite,
+        suite_run_id,
     )
     from agentledger.cases._stubs import (
         StubRegistry,
@@ -67,6 +77,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SCHEMA_VERSION",
+    "TRUNCATED_REASONS",
     "Case",
     "CaseErasure",
     "CaseError",
@@ -78,14 +89,18 @@ __all__ = [
     "Effect",
     "EmbeddedServerError",
     "Embedder",
+    "EmbedderChoice",
     "ErasedCase",
     "Expect",
     "ExportResult",
+    "GateOptions",
+    "GateResult",
     "Lineage",
     "OutcomeCheck",
     "Pseudonymizer",
     "RunCheck",
     "RunTarget",
+    "SimilarityStats",
     "SpecError",
     "StepEffects",
     "StubCall",
@@ -96,6 +111,7 @@ __all__ = [
     "build_case",
     "case_json_schema",
     "check",
+    "default_run_id",
     "export_cases",
     "forget_cases",
     "http_embedder",
@@ -104,13 +120,18 @@ __all__ = [
     "load_case",
     "load_cases",
     "load_object",
+    "local_embedder",
+    "markdown_summary",
     "print_summary",
     "record_cassette",
+    "resolve_embedder",
     "run_suite",
     "save_case",
     "stub_tools",
     "subject_ref_of",
+    "suite_run_id",
     "write_junit",
+    "write_markdown",
 ]
 
 #: public name -> the module it lives in (relative to this package, or absolute)
@@ -159,6 +180,17 @@ _LAZY = {
     "stub_tools": "._stubs",
     "record_cassette": "._vcr",
     "http_embedder": "._embed",
+    "GateOptions": "._gate",
+    "GateResult": "._gate",
+    "SimilarityStats": "._gate",
+    "TRUNCATED_REASONS": "._checks",
+    "EmbedderChoice": "._embed",
+    "resolve_embedder": "._embed",
+    "local_embedder": "._embed",
+    "default_run_id": "._runner",
+    "suite_run_id": "._runner",
+    "markdown_summary": "._markdown",
+    "write_markdown": "._markdown",
     "EmbeddedServerError": "agentledger.testing",
 }
 

@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from agentledger.cases._calls import as_args, call_text, match, short
 from agentledger.cases._divergence import Divergence, first_divergence
@@ -26,16 +26,27 @@ from agentledger.cases._model import (
 from agentledger.client import vocabulary as v
 
 __all__ = [
+    "TRUNCATED_REASONS",
     "CheckResult",
     "Divergence",
     "Embedder",
     "RunCheck",
     "check",
+    "cosine",
     "normalise_events",
 ]
 
 #: Embeds texts for ``similar_to``: a list of strings in, one vector per string out.
 Embedder = Callable[[Sequence[str]], Sequence[Sequence[float]]]
+
+#: ``embed=`` of :func:`check`: an embedder, ``"auto"`` (the configured endpoint, else the
+#: offline model, else the check fails saying why) or ``None`` (similarity turned off).
+EmbedOption = Embedder | Literal["auto"] | None
+
+#: ``finish_reason`` values meaning the model stopped at a token limit, not because it was
+#: done (OpenAI ``length``, Anthropic ``max_tokens``, Gemini ``MAX_TOKENS``, the Responses
+#: API's ``max_output_tokens``), compared in lower case.
+TRUNCATED_REASONS: Final = frozenset({"length", "max_tokens", "max_output_tokens"})
 
 
 @dataclass(frozen=True)
@@ -45,10 +56,12 @@ class CheckResult:
     Attributes:
         check_id: stable id, e.g. ``"must_call:verify_duplicate_charge"``,
             ``"outcome[0]:contains"``, ``"max_tool_calls"``, ``"stubs:no_unexpected_calls"``.
-        passed: whether this run met it (``None``: skipped, e.g. no embeddings endpoint).
+        passed: whether this run met it (``None``: not evaluated, e.g. similarity turned
+            off with ``--no-similarity``; a check that cannot be computed fails instead).
         expected / actual: short human-readable texts.
         min_pass_rate: the rate the suite gate requires (0..1).
         safety: a safety check (default rate 1.0).
+        score: the measured value of a scored check (the similarity), else ``None``.
     """
 
     check_id: str
@@ -57,6 +70,7 @@ class CheckResult:
     actual: str
     min_pass_rate: float
     safety: bool
+    score: float | None = None
 
 
 @dataclass
@@ -144,7 +158,8 @@ def _json_path(document: Any, path: str) -> tuple[bool, Any]:
     return True, node
 
 
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity of two vectors (0.0 when either is all zeros)."""
     dot = sum(x * y for x, y in zip(a, b, strict=False))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return dot / norm if norm else 0.0
@@ -161,7 +176,7 @@ class _Rates:
 
 
 def _outcome(
-    index: int, spec: OutcomeCheck, answer: str | None, embed: Embedder | None, rates: _Rates
+    index: int, spec: OutcomeCheck, answer: str | None, embed: EmbedOption, rates: _Rates
 ) -> CheckResult:
     kind = spec.kind
     check_id = f"outcome[{index}]:{kind}"
@@ -201,10 +216,28 @@ def _outcome(
     reference = spec.similar_to or ""
     expected = f"similarity to {short(reference, 60)!r} >= {spec.threshold}"
     if embed is None:
-        return result(None, expected, "skipped: no embeddings endpoint configured")
-    first, second = embed([reference, text])
-    score = _cosine(first, second)
-    return result(score >= spec.threshold, expected, f"similarity {score:.3f}")
+        return result(None, expected, "not evaluated: similarity checks turned off")
+    if embed == "auto":
+        from agentledger.cases._embed import default_choice
+
+        choice = default_choice()
+        if choice.embed is None:
+            return result(False, expected, f"cannot compute: {choice.reason}")
+        embed = choice.embed
+    try:
+        first, second = embed([reference, text])
+        score = cosine(first, second)
+    except Exception as error:  # an endpoint down or a bad answer: the check cannot pass
+        return result(False, expected, f"cannot compute: embeddings failed: {error}")
+    return CheckResult(
+        check_id,
+        score >= spec.threshold,
+        expected,
+        f"similarity {score:.3f}",
+        rate,
+        spec.safety,
+        score=score,
+    )
 
 
 def _limit(
@@ -241,7 +274,7 @@ def check(
     *,
     stub_failures: Sequence[str] = (),
     duration_ms: float | None = None,
-    embed: Embedder | None = None,
+    embed: EmbedOption = "auto",
     default_min_pass_rate: float | None = None,
 ) -> RunCheck:
     """Evaluate every expectation of ``case`` against the events of one run.
@@ -253,7 +286,9 @@ def check(
             they fail the safety check ``stubs:no_unexpected_calls``. ``check`` also fails it
             for a ``tool_call`` of a tool the case has no stub for when the case has stubs.
         duration_ms: wall time of the run (ms); default: last minus first event timestamp.
-        embed: embeddings function for ``similar_to`` (``None``: those checks are skipped).
+        embed: embeddings for ``similar_to``: a function, ``"auto"`` (the configured endpoint,
+            else the offline model; with neither those checks fail, saying why) or ``None``
+            (similarity turned off: those checks are not evaluated).
         default_min_pass_rate: overrides ``case.expect.min_pass_rate`` for non-safety checks.
 
     Returns:
@@ -319,12 +354,20 @@ def check(
         added += int(usage.get("input_tokens") or 0) - int(usage.get("cache_read_tokens") or 0)
         output += int(usage.get("output_tokens") or 0)
     note = f" ({unknown} model calls with unknown usage)" if unknown else ""
+    measured_calls = sum(1 for e in evs if e.event == v.LLM_END) - unknown
     measured = duration_ms
     if measured is None:
         measured = _duration_ms(evs) if expect.max_duration_ms is not None else 0.0
     for limit_result in (
-        _limit("max_added_input_tokens", expect.max_added_input_tokens, added, note, rates),
-        _limit("max_output_tokens", expect.max_output_tokens, output, note, rates),
+        _tokens(
+            "max_added_input_tokens",
+            expect.max_added_input_tokens,
+            added,
+            note,
+            rates,
+            measured_calls,
+        ),
+        _tokens("max_output_tokens", expect.max_output_tokens, output, note, rates, measured_calls),
         _limit("max_tool_calls", expect.max_tool_calls, len(calls), "", rates),
         _limit("max_duration_ms", expect.max_duration_ms, measured, "", rates),
     ):
@@ -347,8 +390,13 @@ def check(
             )
         )
 
+    final_reason, truncated = _finish(evs, answers[-1] if answers else None)
+    model_calls = sum(1 for e in evs if e.event == v.LLM_END)
+    if model_calls and not expect.allow_truncation:
+        results.append(_truncation(final_reason, truncated))
+
     path = [call_text(n, a) for n, a in calls] + (["answer"] if answer is not None else [])
-    return RunCheck(
+    run = RunCheck(
         case_id=case.case_id,
         checks=results,
         path=path,
@@ -360,6 +408,67 @@ def check(
         ),
         answer=answer,
     )
+    run.extra["finish_reason"] = final_reason
+    run.extra["truncated_calls"] = truncated
+    run.extra["model_calls"] = model_calls
+    return run
+
+
+def _finish(evs: Sequence[_Ev], answer: _Ev | None) -> tuple[str | None, int]:
+    """The ``finish_reason`` of the model call behind the final answer (the last ``llm_end``
+    logged before it; the run's last one when it gave no answer) and how many model calls
+    of the run stopped at a token limit."""
+    final: str | None = None
+    truncated = 0
+    for e in evs:
+        if e.event != v.LLM_END:
+            continue
+        reason = e.data.get("finish_reason")
+        text = str(reason).lower() if reason is not None else None
+        if text in TRUNCATED_REASONS:
+            truncated += 1
+        if answer is None or e.sequence_no <= answer.sequence_no:
+            final = str(reason) if reason is not None else None
+    return final, truncated
+
+
+def _truncation(final_reason: str | None, truncated: int) -> CheckResult:
+    """``answer:not_truncated``, a safety check: the final answer's model call did not stop at
+    a token limit. Unknown when the run logged no ``finish_reason`` (not evaluated)."""
+    expected = "the final answer is complete (finish_reason not a token limit)"
+    if final_reason is None:
+        return CheckResult(
+            "answer:not_truncated", None, expected, "finish_reason not recorded", 1.0, True
+        )
+    cut = final_reason.lower() in TRUNCATED_REASONS
+    actual = f"finish_reason {final_reason}" + (
+        f" ({truncated} model calls of the run stopped at a token limit)" if truncated else ""
+    )
+    return CheckResult("answer:not_truncated", not cut, expected, actual, 1.0, True)
+
+
+def _tokens(
+    check_id: str,
+    limit: Limit | None,
+    actual: float,
+    note: str,
+    rates: _Rates,
+    measured_calls: int,
+) -> CheckResult | None:
+    """A token ceiling; it fails when no model call of the run reported its usage (nothing
+    was measured, so nothing can be said to be under the ceiling)."""
+    if limit is None:
+        return None
+    if measured_calls == 0:
+        return CheckResult(
+            check_id,
+            False,
+            f"<= {limit.value:,.0f}",
+            "not measured: no model call of the run reported token usage" + note,
+            rates.rate(limit.min_pass_rate, False),
+            False,
+        )
+    return _limit(check_id, limit, actual, note, rates)
 
 
 def _must_call(

@@ -1,14 +1,27 @@
-"""Embeddings for ``similar_to`` checks: an OpenAI-compatible ``POST {url}/embeddings``.
+"""Embeddings for ``similar_to`` checks and the corpus similarity gate.
 
-Configured with ``--embeddings-url`` / ``AGENTLEDGER_EMBEDDINGS_URL`` (base URL, e.g.
-``http://127.0.0.1:11434/v1``), ``--embeddings-model`` / ``AGENTLEDGER_EMBEDDINGS_MODEL``
-and the key in ``AGENTLEDGER_EMBEDDINGS_API_KEY`` (optional). Without a URL, ``similar_to``
-checks are skipped and reported as such.
+Two sources, in this order:
+
+* an OpenAI-compatible ``POST {url}/embeddings``, configured with ``--embeddings-url`` /
+  ``AGENTLEDGER_EMBEDDINGS_URL`` (base URL, e.g. ``http://127.0.0.1:11434/v1``),
+  ``--embeddings-model`` / ``AGENTLEDGER_EMBEDDINGS_MODEL`` and the key in
+  ``AGENTLEDGER_EMBEDDINGS_API_KEY`` (optional);
+* without a URL, an offline model that ships inside a PyPI package (WordLlama's 256-dimension
+  ``l2_supercat`` token embeddings, extra ``agentledger[similarity]``): no service, no
+  download, a few milliseconds per batch on a CPU.
+
+With neither, :func:`resolve_embedder` says why, and the checks that need similarity fail
+(they are never skipped silently; ``--no-similarity`` turns them off explicitly).
 """
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -19,7 +32,26 @@ from agentledger.client import (
     resolve_embeddings_url,
 )
 
-__all__ = ["http_embedder"]
+__all__ = [
+    "EmbedderChoice",
+    "default_choice",
+    "http_embedder",
+    "local_embedder",
+    "resolve_embedder",
+]
+
+#: What the offline model is called in reports (scores of different models do not compare).
+LOCAL_MODEL_NAME = "wordllama l2_supercat_256 (offline)"
+
+
+@dataclass(frozen=True)
+class EmbedderChoice:
+    """The embedder a run uses (``None`` when none is available), what it is (``name``, kept in
+    the report next to the scores) and, when there is none, why (``reason``)."""
+
+    embed: Embedder | None
+    name: str
+    reason: str = ""
 
 
 def http_embedder(
@@ -49,3 +81,59 @@ def http_embedder(
         return [list(map(float, r["embedding"])) for r in rows]
 
     return embed
+
+
+_load_lock = threading.Lock()
+
+
+@functools.cache
+def _local_model() -> Any:
+    import wordllama
+
+    # the package ships its weights and tokenizer; pointing the cache at the package's own
+    # directory finds both there, and disable_download makes sure nothing is fetched
+    with _load_lock:
+        return wordllama.WordLlama.load(
+            cache_dir=Path(wordllama.__file__).parent, disable_download=True
+        )
+
+
+def local_embedder() -> Embedder | None:
+    """The offline embedder, or ``None`` when ``wordllama`` is not installed.
+
+    Raises (when called):
+        FileNotFoundError: the installed package lacks its bundled weights.
+    """
+    try:
+        import wordllama  # noqa: F401
+    except ImportError:
+        return None
+
+    def embed(texts: Sequence[str]) -> list[list[float]]:
+        vectors = _local_model().embed(list(texts))
+        return [[float(x) for x in row] for row in vectors]
+
+    return embed
+
+
+def resolve_embedder(url: str | None = None, model: str | None = None) -> EmbedderChoice:
+    """The configured endpoint, else the offline model, else none (with the reason)."""
+    remote = http_embedder(url, model)
+    if remote is not None:
+        base = resolve_embeddings_url(url) or ""
+        return EmbedderChoice(remote, f"{resolve_embeddings_model(model)} at {base}")
+    local = local_embedder()
+    if local is not None:
+        return EmbedderChoice(local, LOCAL_MODEL_NAME)
+    return EmbedderChoice(
+        None,
+        "none",
+        "no embeddings available: install agentledger[similarity] for the offline model "
+        "or pass --embeddings-url (--no-similarity turns similarity checks off)",
+    )
+
+
+@functools.cache
+def default_choice() -> EmbedderChoice:
+    """:func:`resolve_embedder` from the environment, resolved once per process."""
+    return resolve_embedder()

@@ -234,6 +234,9 @@ class Expect(_Strict):
     max_tool_calls: Limit | None = None
     max_duration_ms: Limit | None = None
     min_pass_rate: Rate = 1.0
+    #: accept a final answer cut at a token limit (``finish_reason`` ``length``...); by
+    #: default such a run fails the safety check ``answer:not_truncated``
+    allow_truncation: bool = False
 
     @field_validator("must_call", mode="before")
     @classmethod

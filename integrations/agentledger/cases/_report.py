@@ -26,6 +26,7 @@ from agentledger.cases._divergence import (
     divergence_lines,
     divergence_summary,
 )
+from agentledger.cases._gate import GateResult, SimilarityStats
 
 __all__ = [
     "REPORT_VERSION",
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 #: Version of the JSON report format.
-REPORT_VERSION = 1
+REPORT_VERSION = 2
 
 
 @dataclass
@@ -91,6 +92,7 @@ class CaseReport:
     file: str
     runs: list[RunCheck] = field(default_factory=list)
     checks: dict[str, CheckStats] = field(default_factory=dict)
+    source_answer: str | None = None
 
     def add(self, run: RunCheck) -> None:
         """Count one run."""
@@ -187,13 +189,20 @@ class CaseReport:
                 for s in self.checks.values()
             ],
             "first_divergence": None if found is None else divergence_json(found[0] + 1, found[1]),
+            "source_answer": self.source_answer,
             "run_details": [
                 {
                     "run": i + 1,
                     "passed": r.passed,
                     "path": r.path,
+                    "answer": r.answer,
+                    "similarity": r.extra.get("similarity"),
+                    "finish_reason": r.extra.get("finish_reason"),
+                    "model_calls": r.extra.get("model_calls"),
+                    "truncated_calls": r.extra.get("truncated_calls"),
                     "error": r.error,
                     "session_id": r.extra.get("session_id"),
+                    "reused": bool(r.extra.get("reused")),
                     "failures": [c.check_id for c in r.failures],
                 }
                 for i, r in enumerate(self.runs)
@@ -211,11 +220,14 @@ class SuiteReport:
     changes: list[dict[str, Any]] = field(default_factory=list)
     ledger_url: str | None = None
     agent: str | None = None
+    similarity: SimilarityStats | None = None
+    gates: list[GateResult] = field(default_factory=list)
 
     @property
     def gate_passed(self) -> bool:
-        """Every check of every case meets its ``min_pass_rate``."""
-        return all(c.gate_passed for c in self.cases)
+        """Every check of every case meets its ``min_pass_rate`` and every corpus gate
+        passed."""
+        return all(c.gate_passed for c in self.cases) and all(g.passed for g in self.gates)
 
     def compare(self, baseline: dict[str, Any]) -> list[dict[str, Any]]:
         """Cases whose status or check pass rates changed since ``baseline`` (a JSON report).
@@ -263,6 +275,8 @@ class SuiteReport:
             "ledger_url": self.ledger_url,
             "agent": self.agent,
             "gate_passed": self.gate_passed,
+            "gates": [g.to_json() for g in self.gates],
+            "similarity": self.similarity.to_json() if self.similarity is not None else None,
             "cases": [c.to_json() for c in self.cases],
             "flaky_cases": [c.case_id for c in self.cases if c.flaky],
             "failed_cases": [c.case_id for c in self.cases if not c.gate_passed],
@@ -315,6 +329,20 @@ def write_junit(report: SuiteReport, path: str | Path) -> Path:
         elif case.flaky:
             out = ET.SubElement(element, "system-out")
             out.text = f"flaky: {case.passed_runs}/{len(case.runs)} runs passed"
+    if report.gates:  # the corpus gates as one more test case
+        element = ET.SubElement(
+            suite, "testcase", classname="agentledger.cases", name="corpus-gates"
+        )
+        failed = [g for g in report.gates if not g.passed]
+        if failed:
+            failure = ET.SubElement(
+                element, "failure", message="failed gates: " + ", ".join(g.name for g in failed)
+            )
+            failure.text = "\n".join(
+                f"{g.name}: required {g.required}; measured {g.measured}" for g in failed
+            )
+        suite.set("tests", str(len(report.cases) + 1))
+        suite.set("failures", str(failures + (1 if failed else 0)))
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(suite).write(target, encoding="utf-8", xml_declaration=True)
@@ -350,6 +378,20 @@ def print_summary(report: SuiteReport, console: Console) -> None:
         console.print(
             f"changed since baseline: {escape(change['case_id'])}: "
             f"{change['before']} -> {change['after']}"
+        )
+    if report.similarity is not None and report.similarity.scores:
+        values = report.similarity.values()
+        console.print(
+            f"similarity to the source answers ({escape(report.similarity.embedder)}): "
+            f"mean {sum(values) / len(values):.3f}, lowest {min(values):.3f} "
+            f"over {len(values)} runs"
+        )
+    for gate in report.gates:
+        mark = "[green]passed[/]" if gate.passed else "[red]FAILED[/]"
+        console.print(
+            f"corpus gate {gate.name}: {mark}: required {escape(gate.required)}; "
+            f"measured {escape(gate.measured)}",
+            soft_wrap=True,
         )
     verdict = "[bold green]gate passed[/]" if report.gate_passed else "[bold red]gate failed[/]"
     console.print(verdict)

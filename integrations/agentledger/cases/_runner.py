@@ -6,9 +6,11 @@ logged with idempotency keys and read back; the steps are in ``docs/design/cases
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import inspect
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -22,12 +24,13 @@ from typing import Any
 import uuid_utils
 from langchain_core.tools import BaseTool
 
-from agentledger.cases._checks import CheckResult, Embedder, RunCheck, check
+from agentledger.cases._checks import CheckResult, Embedder, EmbedOption, RunCheck, check, cosine
+from agentledger.cases._gate import GateOptions, SimilarityStats, evaluate_gates
 from agentledger.cases._lineage import run_effects
 from agentledger.cases._model import Case
 from agentledger.cases._report import CaseReport, SuiteReport
 from agentledger.cases._stubs import StubRegistry, stub_tools
-from agentledger.client import EventRef, Ledger, resolve_api_key
+from agentledger.client import EventRef, Ledger, resolve_api_key, resolve_ci_run_id
 from agentledger.integrations.langchain import LedgerCallbackHandler
 from agentledger.protocol import LedgerError
 from agentledger.testing import EmbeddedServer
@@ -36,6 +39,21 @@ __all__ = ["RunTarget", "SpecError", "ledger_target", "load_object", "run_suite"
 
 #: Agent name the runs are logged under (``--agent``).
 DEFAULT_RUN_AGENT = "agentledger-cases"
+
+#: ``custom_event`` name logged when a run has finished (answered or crashed): a re-run with the
+#: same run id reads such runs back instead of running them again.
+RUN_COMPLETE = "case_run_complete"
+
+#: Environment variables naming a CI pipeline run, in the order they are tried for the default
+#: run id (a retried job keeps its pipeline's id).
+CI_RUN_ID_VARIABLES = (
+    "GITHUB_RUN_ID",
+    "CI_PIPELINE_ID",
+    "BUILDKITE_BUILD_ID",
+    "CIRCLE_WORKFLOW_ID",
+)
+
+_RUN_ID_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 
 Progress = Callable[[str, int], None]
 
@@ -161,6 +179,57 @@ def _build(factory: Callable[..., Any], tools: list[BaseTool], case: Case) -> An
     return factory(tools)
 
 
+def suite_run_id(run_id: str) -> str:
+    """``run_id`` cleaned to the characters session ids and idempotency keys take
+    (letters, digits, ``.``, ``_``, ``-``; at most 64).
+
+    Raises:
+        SpecError: nothing usable is left.
+    """
+    cleaned = _RUN_ID_CHARS.sub("-", run_id).strip("-")[:64]
+    if not cleaned:
+        raise SpecError(f"--run-id: {run_id!r} has no usable characters (letters, digits . _ -)")
+    return cleaned
+
+
+def default_run_id(*parts: str) -> str | None:
+    """The CI's pipeline run id (``GITHUB_RUN_ID``, ``CI_PIPELINE_ID``...:
+    :func:`agentledger.client.resolve_ci_run_id`) joined with a hash of ``parts`` (the factory
+    and the agent name, so two jobs of one pipeline that run different candidates never share
+    runs); ``None`` outside CI."""
+    pipeline = resolve_ci_run_id()
+    if pipeline is None:
+        return None
+    digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:8]
+    return f"{pipeline}-{digest}"
+
+
+@dataclass
+class _Run:
+    """One run of one case: where it is logged and how it went."""
+
+    session_id: str
+    registry: StubRegistry | None
+    duration_ms: float
+    error: str | None
+    reused: bool = False
+
+
+def _stored_run(target: RunTarget, session_id: str) -> tuple[list[Any], dict[str, Any] | None]:
+    """The stored events of a run (without its completion mark) and the mark's data, if any."""
+    events = target.ledger.replay(session_id, limit=10_000)
+    mark = next(
+        (
+            e
+            for e in events
+            if e.event == "custom_event" and (e.data or {}).get("name") == RUN_COMPLETE
+        ),
+        None,
+    )
+    kept = [e for e in events if e is not mark]
+    return kept, (mark.data.get("data") or {}) if mark is not None else None
+
+
 def run_once(
     case: Case,
     *,
@@ -170,11 +239,16 @@ def run_once(
     target: RunTarget,
     suite_id: str,
     run: int,
+    attempt: int = 1,
 ) -> tuple[str, StubRegistry, float, str | None]:
-    """One run of one case; returns ``(session_id, registry, duration_ms, error)``."""
-    session_id = f"cases-{suite_id}-{case.case_id}-r{run}"[:255]
+    """One run of one case; returns ``(session_id, registry, duration_ms, error)``.
+
+    The run ends with a ``custom_event`` :data:`RUN_COMPLETE` (keyed like the run's events),
+    so a later suite with the same run id knows the run finished."""
+    session_id = _session_id(suite_id, case, run, attempt)
     registry = StubRegistry(case, case_dir, passthrough_urls=(target.url,))
-    keyed = _KeyedLog(target.ledger, f"{suite_id}/{run}/{case.case_id}")
+    prefix = f"{suite_id}/{run}/{case.case_id}" + (f"/a{attempt}" if attempt > 1 else "")
+    keyed = _KeyedLog(target.ledger, prefix)
     handler = LedgerCallbackHandler(
         keyed,
         session_id=session_id,
@@ -192,7 +266,80 @@ def run_once(
                 messages = list(result["messages"])
     except Exception as exc:  # the candidate crashed: a failed run, not a crashed suite
         error = f"{type(exc).__name__}: {exc}"
-    return session_id, registry, (time.perf_counter() - started) * 1000.0, error
+    duration_ms = (time.perf_counter() - started) * 1000.0
+    target.ledger.log(
+        "custom_event",
+        {
+            "name": RUN_COMPLETE,
+            "data": {
+                "error": error,
+                "duration_ms": round(duration_ms, 3),
+                "stub_failures": list(registry.failures),
+            },
+        },
+        session_id=session_id,
+        idempotency_key=f"{prefix}/complete",
+    )
+    return session_id, registry, duration_ms, error
+
+
+def _session_id(suite_id: str, case: Case, run: int, attempt: int) -> str:
+    suffix = f"-a{attempt}" if attempt > 1 else ""
+    return f"cases-{suite_id}-{case.case_id}-r{run}{suffix}"[:255]
+
+
+def _resume_or_run(
+    case: Case,
+    path: Path,
+    *,
+    factory: Callable[..., Any],
+    tools: Sequence[BaseTool],
+    target: RunTarget,
+    suite_id: str,
+    run: int,
+    resume: bool,
+) -> _Run:
+    """Run ``case`` once, or, with ``resume``, read back a finished run of the same run id.
+
+    A run of that id that never finished (the job died) is left as it is and the case runs
+    again as the next attempt, in a session of its own."""
+    attempt = 1
+    while resume:
+        session_id = _session_id(suite_id, case, run, attempt)
+        events, mark = _stored_run(target, session_id)
+        if mark is not None:
+            duration = mark.get("duration_ms")
+            return _Run(
+                session_id,
+                None,
+                float(duration) if isinstance(duration, int | float) else 0.0,
+                mark.get("error") if isinstance(mark.get("error"), str) else None,
+                reused=True,
+            )
+        if not events:
+            break
+        attempt += 1
+    session_id, registry, duration_ms, error = run_once(
+        case,
+        case_dir=path.parent,
+        factory=factory,
+        tools=tools,
+        target=target,
+        suite_id=suite_id,
+        run=run,
+        attempt=attempt,
+    )
+    return _Run(session_id, registry, duration_ms, error)
+
+
+def _score(
+    embed: Embedder, reference: str, answer: str, memo: dict[tuple[str, str], float]
+) -> float:
+    key = (reference, answer)
+    if key not in memo:
+        first, second = embed([reference, answer])
+        memo[key] = cosine(first, second)
+    return memo[key]
 
 
 def run_suite(
@@ -203,8 +350,10 @@ def run_suite(
     target: RunTarget,
     runs: int = 1,
     default_min_pass_rate: float | None = None,
-    embed: Embedder | None = None,
+    embed: EmbedOption = "auto",
     progress: Progress | None = None,
+    gates: GateOptions | None = None,
+    run_id: str | None = None,
 ) -> SuiteReport:
     """Run every case ``runs`` times and check each run from the stored events.
 
@@ -215,53 +364,83 @@ def run_suite(
         target: where runs are logged (:func:`ledger_target`).
         runs: runs per case (>= 1).
         default_min_pass_rate: rate required of non-safety checks that set none.
-        embed: embeddings for ``similar_to`` checks.
+        embed: embeddings for ``similar_to`` checks and the similarity of each answer to the
+            case's source answer: a function, ``"auto"`` (the configured endpoint, else the
+            offline model; with neither, similarity checks and gates fail saying why) or
+            ``None`` (similarity turned off).
         progress: called with ``(case_id, runs_done)`` after each run.
+        gates: corpus-level gates (:class:`~agentledger.cases._gate.GateOptions`).
+        run_id: names the suite's sessions and idempotency keys (``--run-id``, or
+            :func:`default_run_id` in CI); runs of this id that already finished in the target
+            ledger are read back, not re-run, so a retried CI job stores nothing twice.
+            ``None``: a fresh id.
 
     Raises:
         ValueError: ``runs < 1``.
     """
     if runs < 1:
         raise ValueError("runs must be >= 1")
-    suite_id = str(uuid_utils.uuid7()).replace("-", "")[-12:]
+    if run_id is not None:
+        suite_id, resume = suite_run_id(run_id), True
+    else:
+        suite_id, resume = str(uuid_utils.uuid7()).replace("-", "")[-12:], False
+    embedder_name = "off"
+    if embed == "auto":
+        from agentledger.cases._embed import default_choice
+
+        choice = default_choice()
+        embedder_name, embed_fn, reason = choice.name, choice.embed, choice.reason
+    elif embed is None:
+        embed_fn, reason = None, ""
+    else:
+        embedder_name, embed_fn, reason = getattr(embed, "name", "custom"), embed, ""
     report = SuiteReport(suite_id, runs, ledger_url=target.url, agent=target.ledger.agent)
+    similarity = SimilarityStats(embedder_name) if embed is not None else None
+    memo: dict[tuple[str, str], float] = {}
+    finish_reasons: list[str | None] = []
     done = 0
     for path, case in cases:
-        case_report = CaseReport(case.case_id, str(path))
-        pending: list[tuple[str, StubRegistry, float, str | None]] = []
+        case_report = CaseReport(case.case_id, str(path), source_answer=case.source_answer)
+        pending: list[_Run] = []
         for run in range(1, runs + 1):
             pending.append(
-                run_once(
+                _resume_or_run(
                     case,
-                    case_dir=path.parent,
+                    path,
                     factory=factory,
                     tools=tools,
                     target=target,
                     suite_id=suite_id,
                     run=run,
+                    resume=resume,
                 )
             )
             done += 1
             if progress is not None:
                 progress(case.case_id, done)
         target.ledger.flush(timeout_s=30.0)
-        for session_id, registry, duration_ms, error in pending:
-            events = target.ledger.replay(session_id, limit=10_000)
+        for number, item in enumerate(pending, start=1):
+            events, mark = _stored_run(target, item.session_id)
+            stub_failures = (
+                list(item.registry.failures)
+                if item.registry is not None
+                else [str(f) for f in (mark or {}).get("stub_failures") or []]
+            )
             result = check(
                 case,
                 events,
-                stub_failures=registry.failures,
-                duration_ms=duration_ms,
-                embed=embed,
+                stub_failures=stub_failures,
+                duration_ms=item.duration_ms,
+                embed=embed_fn if embed_fn is not None or embed is None else "auto",
                 default_min_pass_rate=default_min_pass_rate,
             )
-            result.error = error
+            result.error = item.error
             result.checks.append(
                 CheckResult(
                     "agent:completed",
-                    error is None,
+                    item.error is None,
                     "the agent run finishes without an exception",
-                    error or "finished",
+                    item.error or "finished",
                     1.0,
                     True,
                 )
@@ -269,11 +448,30 @@ def run_suite(
             if result.divergence is not None and result.divergence.event_id is not None:
                 effects = run_effects(target.ledger, events, result.divergence.event_id)
                 result.divergence = replace(result.divergence, run_effects=effects)
-            result.extra["session_id"] = session_id
+            result.extra["session_id"] = item.session_id
             result.extra["events"] = len(events)
+            result.extra["reused"] = item.reused
+            finish_reasons.append(result.extra.get("finish_reason"))
+            if similarity is not None and case.source_answer:
+                if embed_fn is None:
+                    similarity.unscored.append((case.case_id, number, reason))
+                elif result.answer is None:
+                    similarity.unscored.append((case.case_id, number, "the run gave no answer"))
+                else:
+                    try:
+                        score = _score(embed_fn, case.source_answer, result.answer, memo)
+                    except Exception as error:  # the endpoint failed: unscored, never skipped
+                        similarity.unscored.append(
+                            (case.case_id, number, f"embeddings failed: {error}")
+                        )
+                    else:
+                        similarity.scores.append((case.case_id, number, score))
+                        result.extra["similarity"] = score
             case_report.add(result)
         report.cases.append(case_report)
+    report.similarity = similarity
+    report.gates = evaluate_gates(gates or GateOptions(), similarity, finish_reasons)
     return report
 
 
-__all__ += ["RunCheck", "run_once"]
+__all__ += ["RunCheck", "default_run_id", "run_once", "suite_run_id"]
