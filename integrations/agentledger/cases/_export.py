@@ -21,6 +21,7 @@ from agentledger.cases._model import (
     ChainHeadRef,
     Expect,
     Limit,
+    OutcomeCheck,
     StubCall,
     ToolCallCheck,
     ToolList,
@@ -38,6 +39,15 @@ __all__ = ["ChainBrokenError", "ExportResult", "build_case", "export_cases"]
 MAX_SESSION_EVENTS = 10_000
 
 _SUBJECT_KEYS = ("user_id", "subject_id", "customer_id", "subject")
+#: ``threshold`` of the ``similar_to`` check an exported case gets against its source answer,
+#: set for the offline model (a paraphrase scores about 0.9, a shortened answer with the same
+#: facts about 0.7, a refusal about 0.5, an unrelated answer near 0); a stronger embedder
+#: separates wording from meaning better, and the threshold can be raised in the case file.
+DEFAULT_SIMILARITY = 0.7
+
+#: The marker the integrations end a cut string with (``…[cut, 5070 chars]``).
+_CUT_MARK = re.compile(r"…\[cut, \d+ chars\]$")
+
 _CONFIG_KEYS = ("prompt_version", "config_version", "agent_version", "version", "release")
 
 
@@ -249,13 +259,21 @@ def build_case(
     pseudo = Pseudonymizer(order_ids=order_ids)
     pseudo.learn(raw)
     clean = pseudo.apply(raw)
+    if clean.get("source_answer"):  # the candidate must still answer like production did
+        expect.outcome.append(
+            OutcomeCheck(similar_to=clean["source_answer"], threshold=DEFAULT_SIMILARITY)
+        )
+    cut = [i for i, text in enumerate(clean["inputs"]) if _CUT_MARK.search(text)]
+    extra_labels = ["erased-events"] if any(_erased(e) for e in events) else []
+    if cut:  # logged cut by the integration: the replay would not be what the user sent
+        extra_labels.append("inputs-cut")
     return Case(
         case_id=_case_id(agent, session),
         source_session=session,
         source_agent=agent,
         captured_at=min(times) if times else dt.datetime.now(dt.UTC).isoformat(),
         cause_category=cause_category,
-        labels=list(labels) + (["erased-events"] if any(_erased(e) for e in events) else []),
+        labels=list(labels) + extra_labels,
         subject_ref=_subject_ref(agent, session, events),
         chain_head=chain_head,
         lineage=source_lineage(events, steps),

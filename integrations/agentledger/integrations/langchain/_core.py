@@ -10,7 +10,7 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 from uuid import UUID
 
 import uuid_utils
@@ -40,6 +40,10 @@ from agentledger.protocol import vocabulary as v
 __all__ = ["HandlerCore", "elapsed_ms", "hook"]
 
 _F = TypeVar("_F", bound=Callable[..., None])
+
+#: Characters of a user turn (``user_message``) and an answer (``assistant_response``) kept
+#: whatever ``max_field_chars`` is: regression cases replay and compare them whole.
+TURN_CHARS: Final = 100_000
 
 
 def hook(fn: _F) -> _F:
@@ -92,6 +96,9 @@ class HandlerCore(BaseCallbackHandler):
         self._metadata = dict(metadata) if metadata else None
         self._capture_tokens = capture_tokens
         self._max_chars = max_field_chars
+        # the user's turn and the answer are what regression cases replay and compare: kept
+        # whole up to TURN_CHARS however small max_field_chars is
+        self._turn_chars = max(max_field_chars, TURN_CHARS)
         self._runs = RunTable(max_scopes)
         self._threads = Conversations()
         self._causal = accepts_causes(ledger)
@@ -202,14 +209,14 @@ class HandlerCore(BaseCallbackHandler):
         data: dict[str, Any]
         if resume is not NO_RESUME:
             value = self._data(resume)
-            text = trim(resume_text(resume, value), self._max_chars)
+            text = trim(resume_text(resume, value), self._turn_chars)
             data = {"text": text, "role": "user", "resume": value}
             cause = conversation.take_interrupt()
         else:
             turn = user_turn(inputs)
             if turn is None:
                 return None
-            data = {"text": trim(turn.text, self._max_chars), "role": "user"}
+            data = {"text": trim(turn.text, self._turn_chars), "role": "user"}
             if turn.message_id:
                 data["message_id"] = turn.message_id
             cause = conversation.last_answer
@@ -227,7 +234,7 @@ class HandlerCore(BaseCallbackHandler):
         if trace.answered:
             return
         trace.answered = True
-        data: dict[str, Any] = {"text": trim(answer.text, self._max_chars)}
+        data: dict[str, Any] = {"text": trim(answer.text, self._turn_chars)}
         if answer.structured is not None:
             data["structured"] = answer.structured
         event_id = self._log(
