@@ -183,6 +183,23 @@ def run(
     markdown: Annotated[
         Path | None, typer.Option(help="Write a Markdown summary (for a pull request) here.")
     ] = None,
+    system_prompt: Annotated[
+        Path | None,
+        typer.Option(
+            "--system-prompt",
+            help="A file with the candidate's system prompt, given to the factory as "
+            "system_prompt=.",
+            show_default=False,
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(help="The candidate's model, given to the factory as model=."),
+    ] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option(help="The candidate's temperature, given to the factory as temperature="),
+    ] = None,
 ) -> None:
     """Run every case N times against the candidate; exit 1 when a check misses its rate
     or a corpus gate fails."""
@@ -234,6 +251,17 @@ def run(
         old = load_baseline(baseline) if baseline is not None else None
     except (CaseError, SpecError, ValueError) as error:
         raise _fail(console, str(error), 2) from error
+    overrides: dict[str, Any] = {}
+    if system_prompt is not None:
+        try:
+            overrides["system_prompt"] = system_prompt.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            message = f"--system-prompt: cannot read {system_prompt}: {error}"
+            raise _fail(console, message, 2) from error
+    if model is not None:
+        overrides["model"] = model
+    if temperature is not None:
+        overrides["temperature"] = temperature
     gates = GateOptions(min_mean_similarity, min_similarity, max_truncations)
     if no_similarity and gates.needs_similarity:
         raise _fail(console, "--no-similarity cannot be combined with a similarity gate", 2)
@@ -241,7 +269,7 @@ def run(
     if embed is None and not no_similarity:
         embed = "auto"  # the configured endpoint, else the offline model, else fail closed
     try:
-        name = run_id if run_id is not None else default_run_id(factory, agent_name)
+        name = run_id if run_id is not None else default_run_id(factory, agent_name, tools)
         named = suite_run_id(name) if name is not None else None
     except SpecError as error:
         raise _fail(console, str(error), 2) from error
@@ -262,6 +290,7 @@ def run(
                 progress=progress,
                 gates=gates,
                 run_id=named,
+                overrides=overrides,
             )
     except (SpecError, TypeError) as error:
         raise _fail(console, str(error), 2) from error

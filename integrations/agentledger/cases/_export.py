@@ -121,10 +121,56 @@ def _captured_with(events: Sequence[Event]) -> dict[str, Any]:
             if value is not None:
                 config.setdefault(key, value)
     out: dict[str, Any] = {"models": models}
+    out.update(_model_setup(events))
     if framework:
         out["framework"] = framework
     if config:
         out["config"] = config
+    return out
+
+
+#: Parameters of the first model call kept in ``captured_with.parameters``.
+_PARAMETER_KEYS = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "max_output_tokens",
+    "seed",
+    "reasoning_effort",
+)
+
+
+def _model_setup(events: Sequence[Event]) -> dict[str, Any]:
+    """What the model calls were made with: the system prompt and its hash (of the first call
+    that had one), the served models, the first call's sampling parameters and the final
+    answer's ``finish_reason``."""
+    out: dict[str, Any] = {}
+    served: list[str] = []
+    finish: Any = None
+    for event in events:
+        data = event.data
+        if event.event == v.LLM_START:
+            if "system_prompt" not in out and isinstance(data.get("system_prompt"), str):
+                out["system_prompt"] = data["system_prompt"]
+                out["prompt_hash"] = data.get("prompt_hash")
+            params = data.get("invocation_params")
+            if "parameters" not in out and isinstance(params, Mapping):
+                kept = {k: params[k] for k in _PARAMETER_KEYS if params.get(k) is not None}
+                if kept:
+                    out["parameters"] = kept
+        elif event.event == v.LLM_END:
+            usage = data.get("token_usage")
+            model = data.get("response_model") or (
+                usage.get("model") if isinstance(usage, Mapping) else None
+            )
+            if isinstance(model, str) and model not in served:
+                served.append(model)
+            finish = data.get("finish_reason", finish)
+    if served:
+        out["served_models"] = served
+    if finish is not None:
+        out["finish_reason"] = finish
     return out
 
 

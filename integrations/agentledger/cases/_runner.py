@@ -7,15 +7,12 @@ logged with idempotency keys and read back; the steps are in ``docs/design/cases
 from __future__ import annotations
 
 import hashlib
-import importlib
-import inspect
-import os
+import json
 import re
-import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,6 +22,7 @@ import uuid_utils
 from langchain_core.tools import BaseTool
 
 from agentledger.cases._checks import CheckResult, Embedder, EmbedOption, RunCheck, check, cosine
+from agentledger.cases._factory import SpecError, build_agent, check_overrides, load_object
 from agentledger.cases._gate import GateOptions, SimilarityStats, evaluate_gates
 from agentledger.cases._lineage import run_effects
 from agentledger.cases._model import Case
@@ -32,7 +30,6 @@ from agentledger.cases._report import CaseReport, SuiteReport
 from agentledger.cases._stubs import StubRegistry, stub_tools
 from agentledger.client import EventRef, Ledger, resolve_api_key, resolve_ci_run_id
 from agentledger.integrations.langchain import LedgerCallbackHandler
-from agentledger.protocol import LedgerError
 from agentledger.testing import EmbeddedServer
 
 __all__ = ["RunTarget", "SpecError", "ledger_target", "load_object", "run_suite"]
@@ -56,38 +53,6 @@ CI_RUN_ID_VARIABLES = (
 _RUN_ID_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 
 Progress = Callable[[str, int], None]
-
-
-class SpecError(LedgerError, ValueError):
-    """A ``module:attribute`` spec that cannot be loaded (bad input: exit code 2)."""
-
-
-def load_object(spec: str, what: str) -> Any:
-    """Import ``module:attribute`` (the current directory is importable, as with pytest).
-
-    Args:
-        spec: ``"pkg.module:name"`` (``name`` may be dotted).
-        what: the option it came from, for the error (``"--factory"``).
-
-    Raises:
-        SpecError: bad syntax, module not importable or attribute missing.
-    """
-    module_name, sep, attribute = spec.partition(":")
-    if not sep or not module_name or not attribute:
-        raise SpecError(f"{what}: expected module:attribute, got {spec!r}")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        target: Any = importlib.import_module(module_name)
-    except Exception as error:
-        raise SpecError(f"{what}: cannot import {module_name!r}: {error}") from error
-    for part in attribute.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise SpecError(f"{what}: {module_name!r} has no attribute {attribute!r}") from None
-    return target
 
 
 class _KeyedLog:
@@ -169,16 +134,6 @@ def ledger_target(
             ledger.close(timeout_s=10.0)
 
 
-def _build(factory: Callable[..., Any], tools: list[BaseTool], case: Case) -> Any:
-    try:
-        parameters = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        parameters = {}  # type: ignore[assignment]
-    if "context" in parameters:
-        return factory(tools, context=case.context)
-    return factory(tools)
-
-
 def suite_run_id(run_id: str) -> str:
     """``run_id`` cleaned to the characters session ids and idempotency keys take
     (letters, digits, ``.``, ``_``, ``-``; at most 64).
@@ -240,11 +195,13 @@ def run_once(
     suite_id: str,
     run: int,
     attempt: int = 1,
+    overrides: Mapping[str, Any] | None = None,
 ) -> tuple[str, StubRegistry, float, str | None]:
     """One run of one case; returns ``(session_id, registry, duration_ms, error)``.
 
     The run ends with a ``custom_event`` :data:`RUN_COMPLETE` (keyed like the run's events),
     so a later suite with the same run id knows the run finished."""
+    overrides = overrides or {}
     session_id = _session_id(suite_id, case, run, attempt)
     registry = StubRegistry(case, case_dir, passthrough_urls=(target.url,))
     prefix = f"{suite_id}/{run}/{case.case_id}" + (f"/a{attempt}" if attempt > 1 else "")
@@ -257,7 +214,7 @@ def run_once(
     error: str | None = None
     started = time.perf_counter()
     try:
-        agent = _build(factory, stub_tools(tools, registry), case)
+        agent = build_agent(factory, stub_tools(tools, registry), case, overrides)
         messages: list[Any] = []
         for text in case.inputs:
             messages.append({"role": "user", "content": text})
@@ -298,6 +255,7 @@ def _resume_or_run(
     suite_id: str,
     run: int,
     resume: bool,
+    overrides: Mapping[str, Any],
 ) -> _Run:
     """Run ``case`` once, or, with ``resume``, read back a finished run of the same run id.
 
@@ -328,6 +286,7 @@ def _resume_or_run(
         suite_id=suite_id,
         run=run,
         attempt=attempt,
+        overrides=overrides,
     )
     return _Run(session_id, registry, duration_ms, error)
 
@@ -354,6 +313,7 @@ def run_suite(
     progress: Progress | None = None,
     gates: GateOptions | None = None,
     run_id: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> SuiteReport:
     """Run every case ``runs`` times and check each run from the stored events.
 
@@ -374,14 +334,21 @@ def run_suite(
             :func:`default_run_id` in CI); runs of this id that already finished in the target
             ledger are read back, not re-run, so a retried CI job stores nothing twice.
             ``None``: a fresh id.
+        overrides: keywords for the factory (:data:`OVERRIDES`: a new system prompt, model
+            or temperature); each must be a parameter of the factory.
 
     Raises:
         ValueError: ``runs < 1``.
     """
     if runs < 1:
         raise ValueError("runs must be >= 1")
+    overrides = dict(overrides or {})
+    check_overrides(factory, overrides)
     if run_id is not None:
         suite_id, resume = suite_run_id(run_id), True
+        if overrides:  # another prompt or model is another candidate: never its runs
+            text = json.dumps(overrides, sort_keys=True, default=str)
+            suite_id += "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
     else:
         suite_id, resume = str(uuid_utils.uuid7()).replace("-", "")[-12:], False
     embedder_name = "off"
@@ -413,6 +380,7 @@ def run_suite(
                     suite_id=suite_id,
                     run=run,
                     resume=resume,
+                    overrides=overrides,
                 )
             )
             done += 1
@@ -474,4 +442,10 @@ def run_suite(
     return report
 
 
-__all__ += ["RunCheck", "default_run_id", "run_once", "suite_run_id"]
+__all__ += [
+    "RunCheck",
+    "check_overrides",
+    "default_run_id",
+    "run_once",
+    "suite_run_id",
+]
