@@ -52,7 +52,8 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Server, client, LangChain/LangGraph, MCP and packaging tests (SQLite and PostgreSQL)."""
-    session.install("-e", MAIN_EXTRAS)
+    # langchain-openai: the prompt-change tests drive ChatOpenAI against a local model server
+    session.install("-e", MAIN_EXTRAS, "langchain-openai>=1.1")
     _pytest(
         session,
         "tests",

@@ -210,12 +210,12 @@ def run(
             GateOptions,
             SpecError,
             default_run_id,
-            http_embedder,
             ledger_target,
             load_baseline,
             load_cases,
             load_object,
             print_summary,
+            resolve_embedder,
             run_suite,
             suite_run_id,
             write_junit,
@@ -265,9 +265,13 @@ def run(
     gates = GateOptions(min_mean_similarity, min_similarity, max_truncations)
     if no_similarity and gates.needs_similarity:
         raise _fail(console, "--no-similarity cannot be combined with a similarity gate", 2)
-    embed: Any = None if no_similarity else (http_embedder(embeddings_url, embeddings_model))
-    if embed is None and not no_similarity:
-        embed = "auto"  # the configured endpoint, else the offline model, else fail closed
+    # the configured endpoint, else the offline model, else similarity fails closed
+    embed: Any = None if no_similarity else "auto"
+    embedder_name = "off"
+    if not no_similarity:
+        choice = resolve_embedder(embeddings_url, embeddings_model)
+        if choice.embed is not None:
+            embed, embedder_name = choice.embed, choice.name
     try:
         name = run_id if run_id is not None else default_run_id(factory, agent_name, tools)
         named = suite_run_id(name) if name is not None else None
@@ -291,6 +295,7 @@ def run(
                 gates=gates,
                 run_id=named,
                 overrides=overrides,
+                embedder_name=embedder_name,
             )
     except (SpecError, TypeError) as error:
         raise _fail(console, str(error), 2) from error

@@ -314,6 +314,7 @@ def run_suite(
     gates: GateOptions | None = None,
     run_id: str | None = None,
     overrides: Mapping[str, Any] | None = None,
+    embedder_name: str = "custom",
 ) -> SuiteReport:
     """Run every case ``runs`` times and check each run from the stored events.
 
@@ -336,6 +337,7 @@ def run_suite(
             ``None``: a fresh id.
         overrides: keywords for the factory (:data:`OVERRIDES`: a new system prompt, model
             or temperature); each must be a parameter of the factory.
+        embedder_name: what ``embed`` is, for the report (when it is a function).
 
     Raises:
         ValueError: ``runs < 1``.
@@ -351,7 +353,8 @@ def run_suite(
             suite_id += "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
     else:
         suite_id, resume = str(uuid_utils.uuid7()).replace("-", "")[-12:], False
-    embedder_name = "off"
+    if embed is None:
+        embedder_name = "off"
     if embed == "auto":
         from agentledger.cases._embed import default_choice
 
@@ -360,7 +363,7 @@ def run_suite(
     elif embed is None:
         embed_fn, reason = None, ""
     else:
-        embedder_name, embed_fn, reason = getattr(embed, "name", "custom"), embed, ""
+        embed_fn, reason = embed, ""
     report = SuiteReport(suite_id, runs, ledger_url=target.url, agent=target.ledger.agent)
     similarity = SimilarityStats(embedder_name) if embed is not None else None
     memo: dict[tuple[str, str], float] = {}

@@ -1,0 +1,135 @@
+"""A small real OpenAI-compatible model server for the replay tests (stdlib HTTP, a thread).
+
+``POST /v1/chat/completions`` plays a refund agent whose behaviour follows the system prompt,
+so a prompt change changes what the candidate does:
+
+* a prompt with ``verify`` looks the order up, verifies the charge, then answers;
+* without it, the model skips the verification;
+* ``terse`` makes the final answer stop at the token limit (``finish_reason: "length"``);
+* ``chatty`` makes the final answer talk about something else entirely.
+
+``POST /v1/embeddings`` returns bag-of-words vectors (word hashes), so similar wording scores
+high and different wording low. ``calls`` counts the chat requests served.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+ANSWER = "I refunded the duplicate charge of 49.90 for order A1234 (refund re_1234)."
+CUT = "I refunded the duplicate charge of"
+CHATTY = "Our store opens at nine on weekdays, and the cafe upstairs has lovely pastries!"
+DIMENSIONS = 64
+
+
+@dataclass
+class ModelServer:
+    """The running server: its ``/v1`` base URL and how many chat calls it answered."""
+
+    base_url: str
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _words_vector(text: str) -> list[float]:
+    vector = [0.0] * DIMENSIONS
+    for word in text.lower().split():
+        word = word.strip(".,!?()")
+        if word:
+            vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % DIMENSIONS] += 1.0
+    return vector
+
+
+def _reply(body: dict[str, Any]) -> dict[str, Any]:
+    messages = body.get("messages") or []
+    system = " ".join(
+        str(m.get("content") or "") for m in messages if m.get("role") in ("system", "developer")
+    ).lower()
+    done = [m.get("name") or "" for m in messages if m.get("role") == "tool"]
+    called = [
+        c["function"]["name"]
+        for m in messages
+        if m.get("role") == "assistant"
+        for c in m.get("tool_calls") or []
+    ]
+    plan = ["lookup_order", "verify_charge"] if "verify" in system else ["lookup_order"]
+    pending = [tool for tool in plan if tool not in called]
+    message: dict[str, Any] = {"role": "assistant", "content": ""}
+    finish = "stop"
+    if pending:
+        tool = pending[0]
+        message["tool_calls"] = [
+            {
+                "id": f"call_{tool}_{len(done)}",
+                "type": "function",
+                "function": {"name": tool, "arguments": json.dumps({"order_id": "A1234"})},
+            }
+        ]
+        finish = "tool_calls"
+    elif "terse" in system:
+        message["content"], finish = CUT, "length"
+    elif "chatty" in system:
+        message["content"] = CHATTY
+    else:
+        message["content"] = ANSWER
+    return {
+        "id": f"chatcmpl-{len(messages)}",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": str(body.get("model") or "m") + "-served",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+    }
+
+
+@contextmanager
+def serve() -> Iterator[ModelServer]:
+    """Start the server on a free loopback port; stop it afterwards."""
+    state = ModelServer("")
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if self.path.endswith("/chat/completions"):
+                state.calls.append(body)
+                answer = _reply(body)
+            elif self.path.endswith("/embeddings"):
+                texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                answer = {
+                    "object": "list",
+                    "data": [
+                        {"object": "embedding", "index": i, "embedding": _words_vector(t)}
+                        for i, t in enumerate(texts)
+                    ],
+                    "model": body.get("model"),
+                }
+            else:
+                self.send_error(404)
+                return
+            payload = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -1,0 +1,57 @@
+"""The candidate of the prompt-change tests: a LangChain ``create_agent`` on ``ChatOpenAI``
+pointed at the tests' local OpenAI-compatible server (:mod:`.model_server`).
+
+``cases run --factory replay_agent:build`` imports it by name, so the server's URL is a
+module global the fixture sets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+
+#: The production system prompt (it asks for the verification the model server then does).
+PRODUCTION_PROMPT = "You are a refund agent. Always verify the charge before any refund."
+
+#: Set by the test fixture: the model server's ``/v1`` URL.
+BASE_URL = ""
+
+
+@tool
+def lookup_order(order_id: str) -> dict[str, Any]:
+    """Look an order up."""
+    return {"order_id": order_id, "status": "paid", "amount": 49.9}
+
+
+@tool
+def verify_charge(order_id: str) -> dict[str, Any]:
+    """Check whether the order was charged twice."""
+    return {"order_id": order_id, "duplicate": True, "charge_id": "ch_2"}
+
+
+TOOLS = [lookup_order, verify_charge]
+
+
+def build(
+    tools: list[Any],
+    system_prompt: str = PRODUCTION_PROMPT,
+    model: str = "gpt-test",
+    temperature: float = 0.0,
+) -> Any:
+    """The agent with ``tools`` (stubs during a case run) and the given prompt and model."""
+    chat = ChatOpenAI(
+        model=model,
+        base_url=BASE_URL,
+        api_key="test-key",  # type: ignore[arg-type]
+        temperature=temperature,
+        max_retries=0,
+    )
+    return create_agent(chat, tools, system_prompt=system_prompt)
+
+
+def build_without_prompt(tools: list[Any]) -> Any:
+    """A factory that cannot take a new system prompt."""
+    return build(tools)

@@ -1,0 +1,283 @@
+"""Gate a prompt change on recorded production sessions, end to end, against a real local
+OpenAI-compatible model server (chat completions with tool calls, embeddings) and a real
+``agentledger serve``: README "Regression cases from production" and docs/pages/
+regression-cases.md "Gate a prompt or model change".
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agentledger.cases import export_cases
+from agentledger.client import Ledger
+from agentledger.integrations.langchain import LedgerCallbackHandler
+
+from . import model_server, replay_agent
+from .conftest import cli
+
+pytestmark = pytest.mark.langchain
+
+RUN = ["--factory", "cases.replay_agent:build", "--tools", "cases.replay_agent:TOOLS"]
+
+
+@pytest.fixture
+def model() -> Iterator[model_server.ModelServer]:
+    with model_server.serve() as server:
+        replay_agent.BASE_URL = server.base_url
+        yield server
+    replay_agent.BASE_URL = ""
+
+
+@pytest.fixture
+def case_dir(
+    ledger_server: Any, model: model_server.ModelServer, agent_name: str, tmp_path: Path
+) -> Path:
+    """One production session of the refund agent (production prompt), exported as a case."""
+    ledger = Ledger(
+        url=ledger_server.url, api_key=ledger_server.api_key, agent=agent_name, spill_dir=None
+    )
+    try:
+        handler = LedgerCallbackHandler(ledger, session_id="prod-1")
+        agent = replay_agent.build(replay_agent.TOOLS)
+        agent.invoke(
+            {"messages": [{"role": "user", "content": "I was charged twice for order A1234"}]},
+            config={"callbacks": [handler]},
+        )
+        assert ledger.flush(timeout_s=10).complete
+        out = tmp_path / "cases"
+        result = export_cases(ledger, agent=agent_name, sessions=["prod-1"], out=out)
+    finally:
+        ledger.close(timeout_s=5)
+    assert len(result.files) == 1, result.skipped
+    return out
+
+
+def _prompt(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / f"prompt-{abs(hash(text))}.txt"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _run(case_dir: Path, tmp_path: Path, *args: Any) -> tuple[int, dict[str, Any], str]:
+    report = tmp_path / "report.json"
+    result = cli("cases", "run", case_dir, *RUN, "--report", report, *args)
+    body = json.loads(report.read_text()) if report.exists() else {}
+    return result.exit_code, body, result.output
+
+
+def _free_port_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"  # nothing listens there once the socket is closed
+
+
+def test_export_freezes_what_the_model_saw(case_dir: Path) -> None:
+    (file,) = case_dir.glob("*.json")
+    case = json.loads(file.read_text())
+    setup = case["captured_with"]
+    assert setup["system_prompt"] == replay_agent.PRODUCTION_PROMPT
+    assert setup["prompt_hash"].startswith("sha256:")
+    assert setup["served_models"] == ["gpt-test-served"]
+    assert setup["parameters"]["temperature"] == 0.0
+    assert setup["finish_reason"] == "stop"
+    assert case["source_answer"] == model_server.ANSWER
+    # the exported case checks the candidate's answer against the source answer by default
+    assert {"similar_to": model_server.ANSWER, "threshold": 0.7} in [
+        {k: o[k] for k in ("similar_to", "threshold") if k in o} for o in case["expect"]["outcome"]
+    ]
+
+
+def test_unchanged_prompt_passes_with_scores_pairs_and_a_markdown_summary(
+    case_dir: Path, model: model_server.ModelServer, tmp_path: Path
+) -> None:
+    summary = tmp_path / "summary.md"
+    code, report, output = _run(
+        case_dir,
+        tmp_path,
+        "--system-prompt",
+        _prompt(tmp_path, replay_agent.PRODUCTION_PROMPT),
+        "--embeddings-url",
+        model.base_url,
+        "--min-mean-similarity",
+        "0.9",
+        "--min-similarity",
+        "0.9",
+        "--max-truncations",
+        "0",
+        "--runs",
+        "2",
+        "--markdown",
+        summary,
+    )
+    assert code == 0, output
+    assert report["report_version"] == 2 and report["gate_passed"]
+    assert [g["gate"] for g in report["gates"]] == [
+        "min_mean_similarity",
+        "min_similarity",
+        "max_truncations",
+    ]
+    assert all(g["passed"] for g in report["gates"])
+    similarity = report["similarity"]
+    assert similarity["runs_scored"] == 2 and similarity["mean"] == pytest.approx(1.0)
+    assert "gpt-test" in similarity["embedder"] or model.base_url in similarity["embedder"]
+    assert sum(b["runs"] for b in similarity["histogram"]) == 2
+    (case,) = report["cases"]
+    assert case["source_answer"] == model_server.ANSWER
+    for run in case["run_details"]:
+        assert run["answer"] == model_server.ANSWER and run["finish_reason"] == "stop"
+        assert run["similarity"] == pytest.approx(1.0)
+    text = summary.read_text()
+    assert "gate passed" in text and "min_mean_similarity" in text
+    assert model_server.ANSWER[:40] in text
+
+
+def test_a_prompt_that_skips_a_required_tool_fails(case_dir: Path, tmp_path: Path) -> None:
+    code, report, output = _run(
+        case_dir, tmp_path, "--system-prompt", _prompt(tmp_path, "You are a refund agent.")
+    )
+    assert code == 1, output
+    failed = {c["check_id"] for c in report["cases"][0]["checks"] if not c["met"]}
+    assert "must_call:verify_charge" in failed
+
+
+def test_a_truncating_candidate_fails_the_case_and_the_truncation_gate(
+    case_dir: Path, model: model_server.ModelServer, tmp_path: Path
+) -> None:
+    prompt = _prompt(tmp_path, replay_agent.PRODUCTION_PROMPT + " Be terse.")
+    code, report, output = _run(
+        case_dir,
+        tmp_path,
+        "--system-prompt",
+        prompt,
+        "--embeddings-url",
+        model.base_url,
+        "--max-truncations",
+        "0",
+    )
+    assert code == 1, output
+    checks = {c["check_id"]: c for c in report["cases"][0]["checks"]}
+    assert not checks["answer:not_truncated"]["met"]
+    assert checks["answer:not_truncated"]["actual"].startswith("finish_reason length")
+    assert report["cases"][0]["run_details"][0]["finish_reason"] == "length"
+    (gate,) = report["gates"]
+    assert gate["gate"] == "max_truncations" and not gate["passed"]
+    assert gate["measured"] == "1 of 1 runs"
+
+
+def test_very_different_wording_fails_on_similarity(
+    case_dir: Path, model: model_server.ModelServer, tmp_path: Path
+) -> None:
+    prompt = _prompt(tmp_path, replay_agent.PRODUCTION_PROMPT + " Be chatty.")
+    code, report, output = _run(
+        case_dir,
+        tmp_path,
+        "--system-prompt",
+        prompt,
+        "--embeddings-url",
+        model.base_url,
+        "--min-mean-similarity",
+        "0.8",
+    )
+    assert code == 1, output
+    checks = {c["check_id"]: c for c in report["cases"][0]["checks"]}
+    similar = next(c for k, c in checks.items() if k.endswith(":similar_to"))
+    assert not similar["met"]
+    assert report["cases"][0]["run_details"][0]["similarity"] < 0.5
+    (gate,) = report["gates"]
+    assert not gate["passed"] and gate["measured"].endswith("over 1 runs")
+    # the same candidate judged by the offline model (no endpoint configured) fails too
+    code, report, output = _run(case_dir, tmp_path, "--system-prompt", prompt)
+    assert code == 1, output
+    assert report["similarity"]["embedder"].endswith("(offline)")
+    assert report["similarity"]["mean"] < 0.5
+
+
+def test_no_embeddings_fails_closed_unless_similarity_is_turned_off(
+    case_dir: Path, tmp_path: Path
+) -> None:
+    down = _free_port_url()
+    code, report, output = _run(
+        case_dir, tmp_path, "--embeddings-url", down, "--min-mean-similarity", "0.5"
+    )
+    assert code == 1, output
+    checks = {c["check_id"]: c for c in report["cases"][0]["checks"]}
+    similar = next(c for k, c in checks.items() if k.endswith(":similar_to"))
+    assert not similar["met"] and similar["actual"].startswith("cannot compute")
+    (gate,) = report["gates"]
+    assert not gate["passed"] and gate["measured"].startswith("cannot compute")
+    assert report["similarity"]["runs_scored"] == 0
+    # turned off explicitly: the similarity check is not evaluated and the rest passes
+    code, report, output = _run(case_dir, tmp_path, "--embeddings-url", down, "--no-similarity")
+    assert code == 0, output
+    checks = {c["check_id"]: c for c in report["cases"][0]["checks"]}
+    similar = next(c for k, c in checks.items() if k.endswith(":similar_to"))
+    assert similar["evaluated"] == 0 and similar["skipped"] == 1
+    assert report["similarity"] is None
+    # ... but a similarity gate cannot be asked for with similarity off
+    code, _, output = _run(case_dir, tmp_path, "--no-similarity", "--min-similarity", "0.5")
+    assert code == 2 and "--no-similarity" in output
+
+
+def test_a_rerun_with_the_same_run_id_stores_nothing_twice(
+    case_dir: Path, model: model_server.ModelServer, ledger_server: Any, tmp_path: Path
+) -> None:
+    agent = "replay-" + tmp_path.name[-20:].strip("_-")
+    target = [
+        "--url",
+        ledger_server.url,
+        "--api-key",
+        ledger_server.api_key,
+        "--agent-name",
+        agent,
+        "--run-id",
+        "ci-4242",
+    ]
+
+    def stored() -> int:
+        reply = httpx.get(f"{ledger_server.url}/v1/agents", headers=ledger_server.headers())
+        rows = [r for r in reply.json() if r["agent"] == agent]
+        return int(rows[0]["event_count"]) if rows else 0
+
+    code, first, output = _run(case_dir, tmp_path, *target, "--runs", "2")
+    assert code == 0, output
+    calls, events = len(model.calls), stored()
+    assert events > 0
+    code, again, output = _run(case_dir, tmp_path, *target, "--runs", "2")
+    assert code == 0, output
+    assert len(model.calls) == calls and stored() == events  # read back, not run again
+    runs = again["cases"][0]["run_details"]
+    assert [r["reused"] for r in runs] == [True, True]
+    assert [r["session_id"] for r in runs] == [
+        r["session_id"] for r in first["cases"][0]["run_details"]
+    ]
+    assert [r["answer"] for r in runs] == [model_server.ANSWER] * 2
+    # another prompt under the same run id is another candidate: it runs
+    prompt = _prompt(tmp_path, replay_agent.PRODUCTION_PROMPT + " Be chatty.")
+    code, other, output = _run(case_dir, tmp_path, *target, "--system-prompt", prompt)
+    assert code == 1, output
+    assert len(model.calls) > calls and stored() > events
+    assert other["cases"][0]["run_details"][0]["reused"] is False
+
+
+def test_an_override_the_factory_cannot_take_is_refused(case_dir: Path, tmp_path: Path) -> None:
+    result = cli(
+        "cases",
+        "run",
+        case_dir,
+        "--factory",
+        "cases.replay_agent:build_without_prompt",
+        "--tools",
+        "cases.replay_agent:TOOLS",
+        "--model",
+        "gpt-new",
+    )
+    assert result.exit_code == 2
+    assert "--model" in result.output and "build_without_prompt" in result.output
