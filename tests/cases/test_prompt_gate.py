@@ -1,7 +1,7 @@
 """Gate a prompt change on recorded production sessions, end to end, against a real local
 OpenAI-compatible model server (chat completions with tool calls, embeddings) and a real
-``agentledger serve``: README "Regression cases from production" and docs/pages/
-regression-cases.md "Gate a prompt or model change".
+``agentledger serve``: README "Regression tests from production sessions" and docs/pages/
+regression-cases.md "5. Gate a prompt or model change".
 """
 
 from __future__ import annotations

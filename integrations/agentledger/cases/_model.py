@@ -115,8 +115,9 @@ class OutcomeCheck(_Strict):
     * ``contains`` / ``not_contains``: substring (``ignore_case`` optional);
     * ``regex``: ``re.search`` (Python syntax);
     * ``json_path`` + ``equals``: the answer parsed as JSON, ``$.a.b[0]`` equals the value;
-    * ``similar_to`` + ``threshold``: cosine similarity of embeddings >= threshold, only when
-      an embeddings endpoint is configured (else the check is skipped and reported so).
+    * ``similar_to`` + ``threshold``: cosine similarity of embeddings >= threshold (the
+      configured endpoint, else the offline model; when neither can compute it the check
+      fails, and ``--no-similarity`` turns it off).
     """
 
     contains: str | None = None

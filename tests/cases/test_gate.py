@@ -1,0 +1,118 @@
+"""Corpus gates, run ids and the Markdown summary on their own (docs/pages/regression-cases.md
+"5. Gate a prompt or model change"; README "Regression tests from production sessions")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentledger.cases import (
+    Case,
+    CaseReport,
+    GateOptions,
+    SimilarityStats,
+    SpecError,
+    SuiteReport,
+    check,
+    default_run_id,
+    markdown_summary,
+    suite_run_id,
+)
+from agentledger.cases._gate import evaluate_gates
+
+pytestmark = pytest.mark.langchain
+
+
+def _events(answer: str, finish: str | None) -> list[dict[str, Any]]:
+    end: dict[str, Any] = {"text": answer, "token_usage": {"input_tokens": 10}}
+    if finish is not None:
+        end["finish_reason"] = finish
+    return [
+        {"event": "user_message", "data": {"text": "q"}, "sequence_no": 1},
+        {"event": "llm_start", "data": {"model": "m"}, "sequence_no": 2},
+        {"event": "llm_end", "data": end, "sequence_no": 3},
+        {"event": "assistant_response", "data": {"text": answer}, "sequence_no": 4},
+    ]
+
+
+def test_a_truncated_final_answer_fails_unless_the_case_allows_it() -> None:
+    case = Case.model_validate({"case_id": "t", "inputs": ["q"]})
+    cut = {c.check_id: c for c in check(case, _events("I refunded the", "length")).checks}
+    assert cut["answer:not_truncated"].passed is False and cut["answer:not_truncated"].safety
+    done = {c.check_id: c for c in check(case, _events("Done.", "stop")).checks}
+    assert done["answer:not_truncated"].passed is True
+    unknown = {c.check_id: c for c in check(case, _events("Done.", None)).checks}
+    assert unknown["answer:not_truncated"].passed is None  # not recorded: not evaluated
+    allowed = Case.model_validate(
+        {"case_id": "t", "inputs": ["q"], "expect": {"allow_truncation": True}}
+    )
+    assert "answer:not_truncated" not in {
+        c.check_id for c in check(allowed, _events("I refunded the", "length")).checks
+    }
+    # Anthropic's and Gemini's names for the same stop
+    for reason in ("max_tokens", "MAX_TOKENS", "max_output_tokens"):
+        result = {c.check_id: c for c in check(case, _events("x", reason)).checks}
+        assert result["answer:not_truncated"].passed is False, reason
+
+
+def test_gates_fail_closed_when_nothing_was_measured() -> None:
+    every = GateOptions(min_mean_similarity=0.5, min_similarity=0.5, max_truncations=0)
+    off = evaluate_gates(every, None, [None])
+    assert [g.passed for g in off] == [False, False, False]
+    assert all(g.measured.startswith("cannot compute") for g in off)
+    unscored = SimilarityStats("e", unscored=[("c", 1, "embeddings failed: refused")])
+    gates = evaluate_gates(every, unscored, ["stop"])
+    assert not gates[0].passed and "refused" in gates[0].measured
+    assert gates[2].passed  # 0 of 1 truncated
+    # a partly scored suite cannot pass a similarity gate either
+    partial = SimilarityStats("e", scores=[("c", 1, 0.99)], unscored=[("c", 2, "no answer")])
+    assert [g.passed for g in evaluate_gates(every, partial, ["stop", "stop"])[:2]] == [
+        False,
+        False,
+    ]
+
+
+def test_gates_measure_mean_floor_and_truncations() -> None:
+    stats = SimilarityStats("e", scores=[("a", 1, 0.95), ("b", 1, 0.9), ("c", 1, 0.4)])
+    mean, floor, cut = evaluate_gates(
+        GateOptions(min_mean_similarity=0.7, min_similarity=0.5, max_truncations=1),
+        stats,
+        ["stop", "length", None],
+    )
+    assert mean.passed and mean.measured == "0.750 over 3 runs"
+    assert not floor.passed and floor.measured.startswith("lowest 0.400 (c run 1); 1 runs below")
+    assert cut.passed and cut.measured == "1 of 2 runs (1 runs recorded no finish_reason)"
+    histogram = stats.histogram()
+    assert len(histogram) == 10 and sum(b["runs"] for b in histogram) == 3
+    assert histogram[9]["runs"] == 2 and histogram[4]["runs"] == 1
+    summary = stats.to_json()
+    assert summary["p10"] == pytest.approx(0.5) and summary["median"] == 0.9
+
+
+def test_run_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert suite_run_id("pr 12/attempt#1") == "pr-12-attempt-1"
+    with pytest.raises(SpecError, match="--run-id"):
+        suite_run_id("///")
+    for name in ("GITHUB_RUN_ID", "CI_PIPELINE_ID", "BUILDKITE_BUILD_ID", "CIRCLE_WORKFLOW_ID"):
+        monkeypatch.delenv(name, raising=False)
+    assert default_run_id("mod:f", "agent") is None  # outside CI: a fresh id per run
+    monkeypatch.setenv("GITHUB_RUN_ID", "987")
+    first = default_run_id("mod:f", "agent")
+    assert first is not None and first.startswith("987-")
+    assert default_run_id("mod:f", "agent") == first  # a retried job: the same id
+    assert default_run_id("mod:g", "agent") != first  # another candidate in the same pipeline
+
+
+def test_markdown_summary_escapes_answers() -> None:
+    case = Case.model_validate({"case_id": "c1", "inputs": ["q"]})
+    report = SuiteReport("s1", 1)
+    case_report = CaseReport("c1", "c1.json", source_answer="a | b")
+    run = check(case, _events("<script>x</script> | `y`", "stop"), embed=None)
+    run.extra["similarity"] = 0.3
+    case_report.add(run)
+    report.cases.append(case_report)
+    text = markdown_summary(report)
+    assert "<script>" not in text and "&lt;script&gt;" in text
+    assert "a \\| b" in text and "\\`y\\`" in text
+    assert "| c1 | 1 | 0.300 | stop |" in text
