@@ -6,7 +6,8 @@ so a prompt change changes what the candidate does:
 * a prompt with ``verify`` looks the order up, verifies the charge, then answers;
 * without it, the model skips the verification;
 * ``terse`` makes the final answer stop at the token limit (``finish_reason: "length"``);
-* ``chatty`` makes the final answer talk about something else entirely.
+* ``chatty`` makes the final answer talk about something else entirely;
+* offered no tools (a plain chatbot), it answers at once.
 
 ``POST /v1/embeddings`` returns bag-of-words vectors (word hashes), so similar wording scores
 high and different wording low. ``calls`` counts the chat requests served.
@@ -59,6 +60,8 @@ def _reply(body: dict[str, Any]) -> dict[str, Any]:
         for c in m.get("tool_calls") or []
     ]
     plan = ["lookup_order", "verify_charge"] if "verify" in system else ["lookup_order"]
+    if not body.get("tools"):  # a plain chatbot: no tools offered, it answers at once
+        plan = []
     pending = [tool for tool in plan if tool not in called]
     message: dict[str, Any] = {"role": "assistant", "content": ""}
     finish = "stop"

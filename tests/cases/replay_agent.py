@@ -55,3 +55,10 @@ def build(
 def build_without_prompt(tools: list[Any]) -> Any:
     """A factory that cannot take a new system prompt."""
     return build(tools)
+
+
+def build_chat_model(tools: list[Any], system_prompt: str | None = None) -> Any:
+    """A plain chatbot: the bare chat model, no agent loop and no tools. The runner puts the
+    system prompt (``--system-prompt``, else the recorded one) in front of the messages."""
+    del tools, system_prompt
+    return ChatOpenAI(model="gpt-test", base_url=BASE_URL, api_key="test-key", max_retries=0)  # type: ignore[arg-type]

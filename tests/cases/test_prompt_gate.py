@@ -281,3 +281,41 @@ def test_an_override_the_factory_cannot_take_is_refused(case_dir: Path, tmp_path
     )
     assert result.exit_code == 2
     assert "--model" in result.output and "build_without_prompt" in result.output
+
+
+def test_a_bare_chat_model_is_a_source_and_a_candidate(
+    ledger_server: Any, model: model_server.ModelServer, agent_name: str, tmp_path: Path
+) -> None:
+    ledger = Ledger(
+        url=ledger_server.url, api_key=ledger_server.api_key, agent=agent_name, spill_dir=None
+    )
+    try:
+        chat = replay_agent.build_chat_model([])
+        handler = LedgerCallbackHandler(ledger, session_id="chat-1")
+        chat.invoke(
+            [("system", "You are a refund agent."), ("user", "Refund my duplicate charge")],
+            config={"callbacks": [handler]},
+        )
+        assert ledger.flush(timeout_s=10).complete
+        out = tmp_path / "cases"
+        result = export_cases(ledger, agent=agent_name, sessions=["chat-1"], out=out)
+    finally:
+        ledger.close(timeout_s=5)
+    assert len(result.files) == 1, result.skipped
+    case = json.loads(result.files[0].read_text())
+    assert case["inputs"] == ["Refund my duplicate charge"]
+    assert case["captured_with"]["system_prompt"] == "You are a refund agent."
+    bare = ["--factory", "cases.replay_agent:build_chat_model"]
+    tools = ["--tools", "cases.replay_agent:TOOLS"]
+    report = tmp_path / "chat.json"
+    ok = cli("cases", "run", out, *bare, *tools, "--report", report, "--max-truncations", "0")
+    assert ok.exit_code == 0, ok.output
+    body = json.loads(report.read_text())
+    assert body["cases"][0]["run_details"][0]["answer"] == model_server.ANSWER
+    sent = model.calls[-1]["messages"]
+    assert sent[0] == {"role": "system", "content": "You are a refund agent."}
+    # a new prompt reaches the bare model as its system message
+    prompt = _prompt(tmp_path, "You are a refund agent. Be terse.")
+    bad = cli("cases", "run", out, *bare, *tools, "--system-prompt", prompt)
+    assert bad.exit_code == 1 and "answer:not_truncated" in bad.output
+    assert model.calls[-1]["messages"][0]["content"].endswith("Be terse.")

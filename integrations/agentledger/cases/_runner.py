@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import uuid_utils
+from langchain_core.language_models import BaseLanguageModel
 from langchain_core.tools import BaseTool
 
 from agentledger.cases._checks import CheckResult, Embedder, EmbedOption, RunCheck, check, cosine
@@ -216,9 +217,18 @@ def run_once(
     try:
         agent = build_agent(factory, stub_tools(tools, registry), case, overrides)
         messages: list[Any] = []
+        bare = isinstance(agent, BaseLanguageModel)  # a chat model takes the messages as such
+        if bare:  # and has nowhere else to take its system prompt from
+            prompt = overrides.get("system_prompt") or case.captured_with.get("system_prompt")
+            if isinstance(prompt, str) and prompt:
+                messages.append({"role": "system", "content": prompt})
         for text in case.inputs:
             messages.append({"role": "user", "content": text})
-            result = agent.invoke({"messages": messages}, config={"callbacks": [handler]})
+            config: Any = {"callbacks": [handler]}
+            if bare:
+                messages.append(agent.invoke(list(messages), config=config))
+                continue
+            result = agent.invoke({"messages": messages}, config=config)
             if isinstance(result, dict) and isinstance(result.get("messages"), list):
                 messages = list(result["messages"])
     except Exception as exc:  # the candidate crashed: a failed run, not a crashed suite
