@@ -16,8 +16,8 @@ nox.options.error_on_missing_interpreters = True
 
 PYTHON = "3.11"
 SOURCES = ["core_client", "server", "integrations"]
-MAIN_EXTRAS = ".[server,postgres,langchain,mcp,dev]"
-LINT_EXTRAS = ".[server,postgres,langchain,mcp,dev,docs]"
+MAIN_EXTRAS = ".[server,postgres,langchain,mcp,dev,openai]"
+LINT_EXTRAS = ".[server,postgres,langchain,mcp,dev,openai,docs]"
 
 
 def _pytest(session: nox.Session, *args: str) -> None:
@@ -51,7 +51,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Server, client, LangChain/LangGraph, MCP and packaging tests (SQLite and PostgreSQL)."""
+    """Server, client, LangChain/LangGraph, OpenAI SDK, MCP and packaging tests (SQLite and
+    PostgreSQL)."""
     session.install("-e", MAIN_EXTRAS)
     _pytest(
         session,
