@@ -267,3 +267,40 @@ async def test_an_async_plain_answer_and_error(
     assert events.one("llm_end")["data"]["token_usage"]["input_tokens"] == 3
     assert events.one("llm_error")["data"]["type"] == "UnprocessableEntityError"
     assert [e["data"]["text"] for e in events.of("user_message")] == ["hello", "again"]
+
+
+def test_the_same_question_asked_again_is_a_new_turn(
+    client: openai.OpenAI, api: FakeOpenAI, stored: Read
+) -> None:
+    """A one-shot bot sends the same single message twice: once answered, it is asked anew."""
+    api.reply(CHAT, completion("42."))
+    api.reply(CHAT, completion("Still 42."))
+    messages: Any = [{"role": "user", "content": "The answer?"}]
+    client.chat.completions.create(model="gpt-test", messages=messages)
+    client.chat.completions.create(model="gpt-test", messages=messages)
+    events = stored()
+    first, second = events.of("user_message")
+    assert events.parent(second) == events.of("assistant_response")[0]
+    assert [events.parent(s) for s in events.of("llm_start")] == [first, second]
+
+
+def test_a_new_question_with_tool_results_before_it(
+    client: openai.OpenAI, api: FakeOpenAI, stored: Read
+) -> None:
+    """Tool results sent back together with a new user message: the call reads both."""
+    api.reply(CHAT, completion(tool_calls=[tool_call("c9", "lookup", "{}")]))
+    api.reply(CHAT, completion("Both done."))
+    messages: list[Any] = [{"role": "user", "content": "Look it up."}]
+    first = client.chat.completions.create(model="gpt-test", messages=messages)
+    messages += [
+        first.choices[0].message,
+        {"role": "tool", "tool_call_id": "c9", "content": "found"},
+        {"role": "user", "content": "And summarise."},
+    ]
+    client.chat.completions.create(model="gpt-test", messages=messages)
+    events = stored()
+    second_user = events.one("user_message", text="And summarise.")
+    second_start = events.of("llm_start")[1]
+    assert events.parent(second_start) == second_user
+    read = {c["event_id"] for c in second_start["caused_by"] if c["kind"] == "read"}
+    assert read == {second_user["event_id"], events.one("tool_result")["event_id"]}

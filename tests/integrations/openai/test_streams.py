@@ -3,6 +3,7 @@ stream ends or is closed early, with ``ttft_ms`` and ``streamed_chunks``."""
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Callable
 from typing import Any
@@ -91,6 +92,20 @@ def test_leaving_the_with_block_early(client: openai.OpenAI, api: FakeOpenAI, st
         assert stream.response.status_code == 200  # other attributes pass through
     end = stored().one("llm_end")
     assert end["data"]["closed_early"] is True and end["data"]["text"] == "w0 "
+
+
+def test_a_stream_dropped_midway(client: openai.OpenAI, api: FakeOpenAI, stored: Read) -> None:
+    """``for chunk in stream: break`` and the stream goes away: what arrived is logged."""
+    api.stream(CHAT, text_chunks(*[f"v{n} " for n in range(200)]))
+    stream = client.chat.completions.create(model="gpt-test", messages=USER, stream=True)
+    for piece in stream:
+        if piece.choices[0].delta.content:
+            break
+    stream.response.close()
+    del stream, piece
+    gc.collect()
+    end = stored().one("llm_end")
+    assert end["data"]["closed_early"] is True and end["data"]["text"] == "v0 "
 
 
 def test_a_streamed_tool_call(client: openai.OpenAI, api: FakeOpenAI, stored: Read) -> None:

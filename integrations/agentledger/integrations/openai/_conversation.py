@@ -63,6 +63,8 @@ class Conversation:
     user_event: str | None = None
     #: the last ``assistant_response``: the cause of the next user turn
     last_answer: str | None = None
+    #: whether the last user turn got its ``assistant_response``
+    turn_answered: bool = False
     calls: Bounded[str, LoggedCall] = field(init=False)
     results: Bounded[str, str] = field(init=False)
 

@@ -171,10 +171,13 @@ class Recorder:
         session_id = self._session()
         conversation = self._conversations.get(session_id)
         turns = turns_of(api, kwargs)
-        user_event = self._user_turn(turns, conversation, session_id)
-        self._tool_results(turns, conversation, session_id)
+        user_event, new_turn = self._user_turn(turns, conversation, session_id)
+        new_results = self._tool_results(turns, conversation, session_id)
         tail = [r for t in _tail_results(turns) if (r := conversation.results.get(t.call_id or ""))]
-        reads = tail or ([user_event] if user_event else [])
+        # what is new since the previous call; the newest input is the parent
+        reads = [r for r in new_results if r not in tail] + tail
+        if not tail and user_event is not None and (new_turn or not new_results):
+            reads.append(user_event)
         data = self._start_data(api, kwargs)
         if tail:
             data["tool_result_ids"] = tail
@@ -209,25 +212,30 @@ class Recorder:
 
     def _user_turn(
         self, turns: Sequence[Turn], conversation: Conversation, session_id: str
-    ) -> str | None:
-        """The ``user_message`` of the input's last user turn, logged when the turn is new:
-        the input ends with it (nothing the model said or a tool returned follows it), or the
-        conversation has none yet. The same turn re-sent (a retry, the history with tool
-        results appended) is not logged again."""
+    ) -> tuple[str | None, bool]:
+        """The ``user_message`` of the input's last user turn and whether it was logged now.
+
+        A turn is logged when it is new: the input ends with it (nothing the model said or a
+        tool returned follows it) and it is not the turn logged last, or that turn was
+        answered already (the user asked again); or the conversation has no turn yet. The
+        same turn re-sent (a retry after an error, the history with tool results appended)
+        is not logged again."""
         index = next((i for i in range(len(turns) - 1, -1, -1) if turns[i].kind == "user"), None)
         if index is None:
-            return conversation.user_event
+            return conversation.user_event, False
         key = (index, turns[index].text)
-        if key == conversation.user_key:
-            return conversation.user_event
-        answered = any(t.kind in ("assistant", "call", "tool") for t in turns[index + 1 :])
-        if answered and conversation.user_event is not None:
-            return conversation.user_event
+        followed = any(t.kind in ("assistant", "call", "tool") for t in turns[index + 1 :])
+        if conversation.user_event is not None:
+            if followed:
+                return conversation.user_event, False
+            if key == conversation.user_key and not conversation.turn_answered:
+                return conversation.user_event, False
         data = {"text": turns[index].text, "role": "user"}
         event_id = self._log(v.USER_MESSAGE, data, session_id, conversation.last_answer)
         conversation.user_key = key
         conversation.user_event = event_id
-        return event_id
+        conversation.turn_answered = False
+        return event_id, True
 
     def _tool_results(
         self, turns: Sequence[Turn], conversation: Conversation, session_id: str
@@ -297,6 +305,7 @@ class Recorder:
         conversation.last_answer = self._log(
             v.ASSISTANT_RESPONSE, answer, call.session_id, end_id, [(end_id, v.EDGE_PRODUCED)]
         )
+        conversation.turn_answered = True
 
     def fail(self, call: Call | None, error: BaseException) -> None:
         """``llm_error`` with the error's text and type (and HTTP status when it has one)."""

@@ -197,6 +197,12 @@ class _Recording:
         self._done = True
         self._recorder.fail(self._call, error)
 
+    def __del__(self) -> None:
+        # a stream dropped before its end (``for chunk in stream: break``) still logs what it
+        # received; never reached for a stream that ended, failed or was closed
+        if self.__dict__.get("_done") is False:
+            self._finish(closed_early=True)
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name == "_stream":  # not set yet, or a protocol method
             raise AttributeError(name)
