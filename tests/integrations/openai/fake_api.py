@@ -242,23 +242,27 @@ def response(
 
 
 def response_events(text_parts: list[str], final: dict[str, Any]) -> list[dict[str, Any]]:
-    """A streamed response: created, text deltas, completed (no ``[DONE]`` line)."""
+    """A streamed response as the API sends it: created, the message item and its text part
+    added, the text deltas, the part and item done, completed (no ``[DONE]`` line)."""
     created = {**final, "status": "in_progress", "output": [], "usage": None}
+    empty = {**message_item(""), "status": "in_progress", "content": []}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    text = "".join(text_parts)
+    where = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
     events: list[dict[str, Any]] = [
-        {"type": "response.created", "sequence_number": 0, "response": created}
+        {"type": "response.created", "response": created},
+        {"type": "response.output_item.added", "output_index": 0, "item": empty},
+        {"type": "response.content_part.added", **where, "part": part},
     ]
-    for n, part in enumerate(text_parts, start=1):
-        events.append(
-            {
-                "type": "response.output_text.delta",
-                "sequence_number": n,
-                "item_id": "msg_1",
-                "output_index": 0,
-                "content_index": 0,
-                "delta": part,
-                "logprobs": [],
-            }
-        )
+    events += [
+        {"type": "response.output_text.delta", **where, "delta": piece, "logprobs": []}
+        for piece in text_parts
+    ]
+    events += [
+        {"type": "response.output_text.done", **where, "text": text, "logprobs": []},
+        {"type": "response.content_part.done", **where, "part": {**part, "text": text}},
+        {"type": "response.output_item.done", "output_index": 0, "item": message_item(text)},
+    ]
     kind = "response.completed" if final["status"] == "completed" else "response.incomplete"
-    events.append({"type": kind, "sequence_number": len(events), "response": final})
-    return events
+    events.append({"type": kind, "response": final})
+    return [{**event, "sequence_number": n} for n, event in enumerate(events)]
