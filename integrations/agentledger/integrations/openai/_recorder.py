@@ -92,7 +92,8 @@ class Recorder:
         self._default_session = str(uuid_utils.uuid7())
         self._metadata = dict(metadata) if metadata else None
         self._conversations = Conversations(max_scopes)
-        self._lock = threading.Lock()
+        # reentrant: a dropped stream can log its end from __del__ while this thread holds it
+        self._lock = threading.RLock()
         self._internal_errors = 0
 
     # ----------------------------------------------------------------- introspection
