@@ -1,8 +1,9 @@
 """Every public name a user could import before the packages were rearranged still imports.
 
 The table below is the public surface (each public module's ``__all__``) as it stood before the
-layout of one package per framework and product. Old paths that moved are kept as deprecated
-aliases of the new ones; this test holds them to that. A framework that is not installed in this
+layout of one package per framework and product, plus the integration packages added since.
+Old paths that moved are kept as deprecated aliases of the new ones; this test holds them to
+that. A framework that is not installed in this
 environment must fail with an ``ImportError`` that names the extra to install.
 """
 
@@ -115,6 +116,13 @@ PUBLIC_BEFORE: dict[str, tuple[str, ...]] = {
     ),
     "agentledger.integrations.langchain": ("CUSTOM_EVENT", "LedgerCallbackHandler", "SupportsLog"),
     "agentledger.integrations.livekit": ("LEVELS", "LedgerSessionObserver", "Level", "SupportsLog"),
+    # added after the rearrangement, held to the same rule
+    "agentledger.integrations.openai": (
+        "SessionOption",
+        "SupportsLog",
+        "instrument",
+        "instrument_openai",
+    ),
     "agentledger.integrations.mcp": (
         "SERVER_NAME",
         "TOOL_NAMES",
@@ -141,6 +149,7 @@ EXTRA_OF = {
     "agentledger.integrations.crewai": "crewai",
     "agentledger.integrations.livekit": "livekit",
     "agentledger.integrations.langchain": "langchain",
+    "agentledger.integrations.openai": "openai",
     "agentledger.integrations.mcp": "mcp",
 }
 

@@ -3,6 +3,8 @@
 * ``agentledger.integrations.langchain``: ``LedgerCallbackHandler`` (extra ``langchain``)
 * ``agentledger.integrations.crewai``: ``LedgerCrewListener`` (extra ``crewai``)
 * ``agentledger.integrations.livekit``: ``LedgerSessionObserver`` (extra ``livekit``)
+* ``agentledger.integrations.openai``: ``instrument_openai`` for the raw OpenAI SDK's clients
+  (extra ``openai``)
 
 Each package offers its framework-native object and ``instrument(target, ledger, **options)``
 with the shared options ``session_id=``, ``metadata=`` and ``max_scopes=``. Each framework is
