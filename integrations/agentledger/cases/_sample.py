@@ -38,6 +38,7 @@ __all__ = [
     "allocate_strata",
     "draw_sample",
     "parse_when",
+    "strata_table",
 ]
 
 #: The stratum of sessions that do not carry the ``stratify_by`` label.
@@ -270,3 +271,15 @@ def parse_when(text: str, *, now: dt.datetime) -> dt.datetime:
             f"{text!r} is neither a duration (7d, 12h, 30m, 2w) nor an ISO date or date-time"
         ) from None
     return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+
+
+def strata_table(result: SampleResult) -> list[str]:
+    """The draw as text lines: one row per stratum (available, picked) and a total."""
+    rows = [(row.stratum, str(row.available), str(len(row.picked))) for row in result.strata]
+    rows.append(("total", str(result.available), str(len(result.picked))))
+    header = ("stratum", "available", "picked")
+    width = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
+    return [
+        f"{r[0]:<{width[0]}}  {r[1]:>{width[1]}}  {r[2]:>{width[2]}}".rstrip()
+        for r in [header, *rows]
+    ]
