@@ -171,6 +171,8 @@ def test_the_window_is_respected(
     assert result.available == len(inside)
     assert result.outside_window == len(candidates) - len(inside)
     assert len(result.picked) == min(n, len(inside))
+    # sessions outside the window change nothing: the same draw from the inside alone
+    assert draw_sample(inside, spec).strata == result.strata
 
 
 def _recent_share(half_life: float | None, seeds: range) -> float:

@@ -14,8 +14,9 @@ its stratum label (``None`` when the session has none) and the time of its last 
 4. Within a stratum the picks are drawn without replacement, weighted by recency when
    ``half_life_days`` is set (weight ``0.5 ** (age_days / half_life_days)``, the age taken
    from the newest candidate): Efraimidis-Spirakis keys ``u ** (1 / w)``, one ``u`` per
-   candidate from ``random.Random(seed)`` in order of session id, so the input order never
-   matters. The keys are compared as ``log(-log u) - log w``, which cannot overflow for old
+   candidate in the window from ``random.Random(seed)`` in order of session id, so the input
+   order never matters and sessions outside the window change nothing. The keys are
+   compared as ``log(-log u) - log w`` (smaller wins), which cannot overflow for old
    sessions.
 """
 
@@ -209,12 +210,10 @@ def draw_sample(candidates: Iterable[Candidate], spec: SampleSpec) -> SampleResu
         if candidate.last_activity.tzinfo is None:
             raise ValueError(f"session {candidate.session_id!r}: last activity is naive")
         by_id[candidate.session_id] = candidate
-    ordered = [by_id[sid] for sid in sorted(by_id)]
+    ordered = [by_id[sid] for sid in sorted(by_id) if spec.in_window(by_id[sid].last_activity)]
     rng = random.Random(spec.seed)
-    draws = [rng.random() for _ in ordered]  # one per candidate, in id order, window or not
-    inside = [
-        (c, u) for c, u in zip(ordered, draws, strict=True) if spec.in_window(c.last_activity)
-    ]
+    # one draw per candidate in the window, in id order: sessions outside it change nothing
+    inside = [(c, rng.random()) for c in ordered]
     groups: dict[str, list[tuple[Candidate, float]]] = {}
     for candidate, u in inside:
         if spec.stratify_by:
@@ -249,7 +248,7 @@ def draw_sample(candidates: Iterable[Candidate], spec: SampleSpec) -> SampleResu
         members = sorted(groups[name], key=key)[: wanted[name]]
         picked = tuple(sorted(c.session_id for c, _ in members))
         rows.append(StratumPick(stratum=name, available=sizes[name], picked=picked))
-    return SampleResult(spec=spec, strata=tuple(rows), outside_window=len(ordered) - len(inside))
+    return SampleResult(spec=spec, strata=tuple(rows), outside_window=len(by_id) - len(inside))
 
 
 def parse_when(text: str, *, now: dt.datetime) -> dt.datetime:
