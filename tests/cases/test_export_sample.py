@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from agentledger.cases import allocate_strata, case_json_schema, load_case, load_cases
+from agentledger.cases._candidates import read_candidates
 from agentledger.client import Ledger
 
 from .conftest import cli
@@ -156,6 +157,20 @@ def test_the_same_seed_exports_the_same_stratified_files(corpus: Corpus, tmp_pat
     )
     assert other.exit_code == 0, other.output
     assert {p.name for p in (tmp_path / "other").glob("*.json")} != set(files[0])
+
+
+def test_every_session_is_read_across_pages_with_its_label(corpus: Corpus) -> None:
+    """Small pages: the cursor walks every event; labels from session_start metadata,
+    user_message data and user_message metadata are all found."""
+    with Ledger(corpus.url, corpus.api_key, corpus.agent, spill_dir=None) as ledger:
+        scan = read_candidates(ledger, agent=corpus.agent, stratify_by="intent", page_size=7)
+        unlabelled = read_candidates(ledger, agent=corpus.agent, page_size=1000)
+    assert {c.session_id: (c.stratum, c.last_activity) for c in scan.candidates} == (
+        corpus.sessions
+    )
+    assert scan.without_input == unlabelled.without_input == ["no-input"]
+    assert {c.stratum for c in unlabelled.candidates} == {None}
+    assert len(unlabelled.candidates) == 60
 
 
 def test_dry_run_prints_the_draw_and_writes_nothing(corpus: Corpus, tmp_path: Path) -> None:
@@ -301,3 +316,33 @@ def test_selection_is_optional_and_in_the_schema(tmp_path: Path) -> None:
     assert load_case(path).selection is None
     printed = cli("cases", "schema")
     assert printed.exit_code == 0 and '"Selection"' in printed.stdout
+
+
+def test_a_stratum_holding_personal_data_or_a_secret_is_not_written(
+    ledger_server: Any, agent_name: str, tmp_path: Path
+) -> None:
+    with Ledger(
+        ledger_server.url, ledger_server.api_key, agent_name, spill_dir=None, redact=False
+    ) as ledger:
+        for sid, email in [("a", "dana@example.org"), ("b", "li@example.org")]:
+            token = {"session_token": "tok-1"} if sid == "a" else {}
+            ledger.log(
+                "user_message",
+                {"text": f"hello, I am {email}"},
+                session_id=sid,
+                metadata={"contact": email, **token},
+            )
+        assert ledger.flush(20).complete
+    base = ["--url", ledger_server.url, "--api-key", ledger_server.api_key, "--agent", agent_name]
+    for key in ("contact", "session_token"):
+        out = tmp_path / key
+        result = cli("cases", "export", *base, "--sample", 2, "--stratify-by", key, "--out", out)
+        assert result.exit_code == 0, result.output
+        cases = [case for _, case in load_cases(out)]
+        text = "".join(p.read_text() for p in out.glob("*.json"))
+        assert "dana@example.org" not in text and "tok-1" not in text
+        strata = sorted(c.selection.stratum for c in cases if c.selection is not None)
+        if key == "contact":
+            assert all(s.endswith("@example.com") for s in strata), strata
+        else:
+            assert strata == ["(none)", "[REDACTED]"]

@@ -105,6 +105,7 @@ def read_candidates(
     agent: str,
     stratify_by: str | None = None,
     since: dt.datetime | None = None,
+    page_size: int = PAGE_SIZE,
 ) -> CandidateScan:
     """Every session of ``agent`` with its last activity and its ``stratify_by`` label.
 
@@ -113,12 +114,13 @@ def read_candidates(
         agent: the agent.
         stratify_by: the label key (``None``: no labels are read).
         since: read only sessions with an event at or after this time.
+        page_size: events per request (1..1000).
 
     Raises:
         agentledger.client.LedgerError: the server refused or could not be reached.
     """
     after = None if since is None else since - dt.timedelta(microseconds=1)  # `after` is strict
-    sessions = _scan(ledger.iter_events(agent=agent, after=after, page_size=PAGE_SIZE), stratify_by)
+    sessions = _scan(ledger.iter_events(agent=agent, after=after, page_size=page_size), stratify_by)
     if since is not None:
         for session_id, seen in sessions.items():
             if seen.has_input and (stratify_by is None or seen.label is not None):

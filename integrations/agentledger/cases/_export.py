@@ -29,7 +29,13 @@ from agentledger.cases._model import (
     save_case,
 )
 from agentledger.cases._pseudonym import Pseudonymizer
-from agentledger.cases._sample import SampleResult, SampleSpec, draw_sample
+from agentledger.cases._sample import (
+    ALL_STRATUM,
+    NONE_STRATUM,
+    SampleResult,
+    SampleSpec,
+    draw_sample,
+)
 from agentledger.client import Event, Ledger
 from agentledger.client import vocabulary as v
 from agentledger.protocol import LedgerError
@@ -270,14 +276,15 @@ def build_case(
         "source_answer": _text(answers[-1].data.get("text")) if answers else None,
         "captured_with": _captured_with(events),
     }
-    if selection is not None:  # the stratum is a label value: redacted and replaced too
+    label = selection is not None and selection.stratum not in (NONE_STRATUM, ALL_STRATUM)
+    if selection is not None and label:  # a label value: redacted and replaced like the rest
         key = selection.stratify_by or "stratum"
         raw["stratum"] = redact({key: selection.stratum})[key]
     raw = redact(raw)  # secret-named keys, the shared rule
     pseudo = Pseudonymizer(order_ids=order_ids)
     pseudo.learn(raw)
     clean = pseudo.apply(raw)
-    if selection is not None:
+    if selection is not None and label:
         selection = selection.model_copy(update={"stratum": _text(clean.pop("stratum"))})
     return Case(
         case_id=_case_id(agent, session),
