@@ -330,19 +330,22 @@ def test_a_stratum_holding_personal_data_or_a_secret_is_not_written(
                 "user_message",
                 {"text": f"hello, I am {email}"},
                 session_id=sid,
-                metadata={"contact": email, **token},
+                metadata={"contact": email, "customer_name": f"Maria {sid.upper()}x", **token},
             )
         assert ledger.flush(20).complete
     base = ["--url", ledger_server.url, "--api-key", ledger_server.api_key, "--agent", agent_name]
-    for key in ("contact", "session_token"):
+    for key in ("contact", "session_token", "customer_name"):
         out = tmp_path / key
         result = cli("cases", "export", *base, "--sample", 2, "--stratify-by", key, "--out", out)
         assert result.exit_code == 0, result.output
         cases = [case for _, case in load_cases(out)]
         text = "".join(p.read_text() for p in out.glob("*.json"))
-        assert "dana@example.org" not in text and "tok-1" not in text
+        for value in ("dana@example.org", "tok-1", "Maria", "Ax"):
+            assert value not in text, (key, value)
         strata = sorted(c.selection.stratum for c in cases if c.selection is not None)
         if key == "contact":
             assert all(s.endswith("@example.com") for s in strata), strata
-        else:
+        elif key == "session_token":
             assert strata == ["(none)", "[REDACTED]"]
+        else:  # stand-ins are consistent within a case, not across cases
+            assert len(strata) == 2 and not any("Maria" in s for s in strata), strata

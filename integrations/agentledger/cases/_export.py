@@ -276,16 +276,17 @@ def build_case(
         "source_answer": _text(answers[-1].data.get("text")) if answers else None,
         "captured_with": _captured_with(events),
     }
-    label = selection is not None and selection.stratum not in (NONE_STRATUM, ALL_STRATUM)
-    if selection is not None and label:  # a label value: redacted and replaced like the rest
-        key = selection.stratify_by or "stratum"
-        raw["stratum"] = redact({key: selection.stratum})[key]
+    # the stratum is a label value: under its own key, it is redacted and replaced like the rest
+    key = selection.stratify_by if selection is not None else None
+    if selection is not None and key and selection.stratum not in (NONE_STRATUM, ALL_STRATUM):
+        raw["stratum"] = {key: selection.stratum}
     raw = redact(raw)  # secret-named keys, the shared rule
     pseudo = Pseudonymizer(order_ids=order_ids)
     pseudo.learn(raw)
     clean = pseudo.apply(raw)
-    if selection is not None and label:
-        selection = selection.model_copy(update={"stratum": _text(clean.pop("stratum"))})
+    if selection is not None and key and "stratum" in clean:
+        stratum = _text(clean.pop("stratum")[key])
+        selection = selection.model_copy(update={"stratum": stratum})
     return Case(
         case_id=_case_id(agent, session),
         source_session=session,
