@@ -11,10 +11,11 @@ imported inside the commands, so the root CLI stays light.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,6 +25,9 @@ from agentledger.cli._errors import NO_AGENT, explain
 from agentledger.cli._output import console as _console
 from agentledger.cli._output import missing_extra
 from agentledger.cli.options import AgentOpt, KeyOpt, UrlOpt
+
+if TYPE_CHECKING:
+    from agentledger.cases import SampleResult
 
 __all__ = ["cases_app"]
 
@@ -60,15 +64,85 @@ def export(
         str | None, typer.Option(help="cause_category (default: failure/normal from events).")
     ] = None,
     label: Annotated[list[str] | None, typer.Option(help="Label (repeatable).")] = None,
+    sample: Annotated[
+        int | None,
+        typer.Option(help="Draw N sessions in all (strata in proportion to their size).", min=1),
+    ] = None,
+    per_stratum: Annotated[
+        int | None, typer.Option(help="Draw K sessions per stratum (all of a smaller one).", min=1)
+    ] = None,
+    fraction: Annotated[
+        float | None,
+        typer.Option(help="Draw this fraction of the sessions (0 < F <= 1).", min=0.0, max=1.0),
+    ] = None,
+    stratify_by: Annotated[
+        str | None,
+        typer.Option(help="Label key in the sessions' metadata or user messages (e.g. intent)."),
+    ] = None,
+    half_life_days: Annotated[
+        float | None,
+        typer.Option(help="Weigh sessions by recency: weight halves every D days of age."),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(help="Only sessions last active at or after this (ISO date/time or 7d)."),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(help="Only sessions last active before this (ISO date/time or 7d)."),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the draw (same seed, same sample).")] = 0,
+    dry_run: Annotated[
+        bool, typer.Option(help="Print the selection (and the strata table); write nothing.")
+    ] = False,
 ) -> None:
-    """Export sessions as case files (chain verified first; personal data replaced)."""
+    """Export sessions as case files (chain verified first; personal data replaced).
+
+    Name sessions (--session, --search) or draw a corpus (--sample, --per-stratum or
+    --fraction, with --stratify-by, --half-life-days, --since, --until and --seed)."""
     try:
-        from agentledger.cases import ChainBrokenError, export_cases
+        from agentledger.cases import (
+            ChainBrokenError,
+            SampleSpec,
+            export_cases,
+            parse_when,
+            strata_table,
+        )
     except ImportError as error:  # the case model needs pydantic
         raise missing_extra("cases export", "langchain", error) from error
     from agentledger.client import ConfigurationError, Ledger, LedgerError
 
     console = _console(stderr=True)
+    spec: SampleSpec | None = None
+    drawing = sample is not None or per_stratum is not None or fraction is not None
+    try:
+        if drawing:
+            now = dt.datetime.now(dt.UTC)
+            spec = SampleSpec(
+                sample=sample,
+                per_stratum=per_stratum,
+                fraction=fraction,
+                stratify_by=stratify_by,
+                half_life_days=half_life_days,
+                since=None if since is None else parse_when(since, now=now),
+                until=None if until is None else parse_when(until, now=now),
+                seed=seed,
+            )
+        else:
+            given = [
+                name
+                for name, value in (
+                    ("--stratify-by", stratify_by),
+                    ("--half-life-days", half_life_days),
+                    ("--since", since),
+                    ("--until", until),
+                )
+                if value is not None
+            ]
+            if given:
+                raise ValueError(f"{', '.join(given)} need --sample, --per-stratum or --fraction")
+    except ValueError as error:
+        raise _fail(console, str(error), 2) from error
     try:
         ledger = Ledger(url=url, api_key=api_key, agent=agent, spill_dir=None)
     except ConfigurationError as error:
@@ -87,6 +161,8 @@ def export(
             order_ids=order_ids,
             cause_category=cause,
             labels=label or [],
+            sample=spec,
+            dry_run=dry_run,
         )
     except ChainBrokenError as error:
         raise _fail(console, str(error), 1) from error
@@ -98,12 +174,40 @@ def export(
         ledger.close(timeout_s=1.0)
     if not result.chain_intact:
         console.print("[bold yellow]warning:[/] chain broken; exported because of --force")
+    if result.sample is not None:
+        _print_draw(console, result.sample, strata_table(result.sample), result.without_input)
+    if dry_run:
+        for sid in result.selected:
+            typer.echo(sid)
+        return
     for path in result.files:
         typer.echo(str(path))
     for sid, reason in result.skipped.items():
         console.print(f"[yellow]skipped[/] {escape(sid)}: {escape(reason)}")
     if not result.files:
         raise _fail(console, "no case written", 2)
+
+
+def _sessions(count: int) -> str:
+    return f"{count} session" if count == 1 else f"{count} sessions"
+
+
+def _print_draw(
+    console: Console, draw: SampleResult, table: list[str], without_input: list[str]
+) -> None:
+    """The strata table and what the draw left out, on stderr (stdout lists files or ids)."""
+    spec = draw.spec
+    by = f" by {spec.stratify_by}" if spec.stratify_by else ""
+    console.print(escape(f"{spec.method} draw{by}, seed {spec.seed}"), soft_wrap=True)
+    for line in table:
+        console.print(escape(line), soft_wrap=True, highlight=False)
+    notes = []
+    if draw.outside_window:
+        notes.append(f"{_sessions(draw.outside_window)} outside the window")
+    if without_input:
+        notes.append(f"{_sessions(len(without_input))} without a user_message (nothing to replay)")
+    if notes:
+        console.print(escape("left out: " + "; ".join(notes)), soft_wrap=True)
 
 
 @cases_app.command("run")

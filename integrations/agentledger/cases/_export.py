@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentledger.cases._candidates import read_candidates
 from agentledger.cases._forget import subject_ref_of
 from agentledger.cases._lineage import Step, source_lineage
 from agentledger.cases._model import (
@@ -22,18 +23,26 @@ from agentledger.cases._model import (
     Expect,
     Limit,
     OutcomeCheck,
+    Selection,
     StubCall,
     ToolCallCheck,
     ToolList,
     save_case,
 )
 from agentledger.cases._pseudonym import Pseudonymizer
+from agentledger.cases._sample import (
+    ALL_STRATUM,
+    NONE_STRATUM,
+    SampleResult,
+    SampleSpec,
+    draw_sample,
+)
 from agentledger.client import Event, Ledger
 from agentledger.client import vocabulary as v
 from agentledger.protocol import LedgerError
 from agentledger.protocol.redaction import redact
 
-__all__ = ["ChainBrokenError", "ExportResult", "build_case", "export_cases"]
+__all__ = ["ChainBrokenError", "ExportResult", "build_case", "export_cases", "selection_of"]
 
 #: Most events read per session.
 MAX_SESSION_EVENTS = 10_000
@@ -71,12 +80,31 @@ class ChainBrokenError(LedgerError, RuntimeError):
 @dataclass
 class ExportResult:
     """What :func:`export_cases` wrote: ``files`` (paths), ``chain_intact``, ``skipped``
-    (session id -> reason, e.g. no user message)."""
+    (session id -> reason, e.g. no user message), the ``selected`` session ids; for a
+    sampled export the draw (``sample``) and the sessions that were no candidates because
+    they hold no user message (``without_input``)."""
 
     files: list[Path] = field(default_factory=list)
     chain_intact: bool = True
     chain_head: ChainHeadRef | None = None
     skipped: dict[str, str] = field(default_factory=dict)
+    selected: list[str] = field(default_factory=list)
+    sample: SampleResult | None = None
+    without_input: list[str] = field(default_factory=list)
+
+
+def selection_of(draw: SampleResult, stratum: str) -> Selection:
+    """The :class:`Selection` recorded in a case drawn by ``draw`` from ``stratum``."""
+    spec = draw.spec
+    return Selection(
+        method=spec.method,
+        seed=spec.seed,
+        stratum=stratum,
+        stratify_by=spec.stratify_by,
+        half_life_days=spec.half_life_days,
+        since=None if spec.since is None else spec.since.isoformat(),
+        until=None if spec.until is None else spec.until.isoformat(),
+    )
 
 
 def _case_id(agent: str, session: str) -> str:
@@ -238,6 +266,7 @@ def build_case(
     cause_category: str | None = None,
     labels: Iterable[str] = (),
     headroom: float = 2.0,
+    selection: Selection | None = None,
 ) -> Case:
     """Turn one session's events into a :class:`Case` (personal data replaced).
 
@@ -250,6 +279,8 @@ def build_case(
             session holds an error event, else ``"normal"``.
         labels: free labels.
         headroom: token and tool-call ceilings are the source's values times this factor.
+        selection: how a sampled export drew the session; its stratum is a label value
+            from the session, so it is redacted and pseudonymised like the rest.
 
     Raises:
         ValueError: the session has no ``user_message`` (nothing to replay).
@@ -301,6 +332,10 @@ def build_case(
         "source_answer": _text(answers[-1].data.get("text")) if answers else None,
         "captured_with": _captured_with(events),
     }
+    # the stratum is a label value: under its own key, it is redacted and replaced like the rest
+    key = selection.stratify_by if selection is not None else None
+    if selection is not None and key and selection.stratum not in (NONE_STRATUM, ALL_STRATUM):
+        raw["stratum"] = {key: selection.stratum}
     raw = redact(raw)  # secret-named keys, the shared rule
     pseudo = Pseudonymizer(order_ids=order_ids)
     pseudo.learn(raw)
@@ -313,6 +348,9 @@ def build_case(
     extra_labels = ["erased-events"] if any(_erased(e) for e in events) else []
     if cut:  # logged cut by the integration: the replay would not be what the user sent
         extra_labels.append("inputs-cut")
+    if selection is not None and key and "stratum" in clean:
+        stratum = _text(clean.pop("stratum")[key])
+        selection = selection.model_copy(update={"stratum": stratum})
     return Case(
         case_id=_case_id(agent, session),
         source_session=session,
@@ -322,6 +360,7 @@ def build_case(
         labels=list(labels) + extra_labels,
         subject_ref=_subject_ref(agent, session, events),
         chain_head=chain_head,
+        selection=selection,
         lineage=source_lineage(events, steps),
         expect=expect,
         **clean,
@@ -340,6 +379,8 @@ def export_cases(
     order_ids: bool = False,
     cause_category: str | None = None,
     labels: Iterable[str] = (),
+    sample: SampleSpec | None = None,
+    dry_run: bool = False,
 ) -> ExportResult:
     """Export sessions of ``agent`` as case files ``<out>/<case_id>.json``.
 
@@ -351,12 +392,22 @@ def export_cases(
         out: target directory (created).
         force: export even when the chain does not verify (the case records the head).
         order_ids / cause_category / labels: see :func:`build_case`.
+        sample: draw the sessions instead (:func:`~agentledger.cases.draw_sample` over every
+            session of the agent holding a user message); not with ``sessions``/``search``.
+            Each case records its :class:`Selection`.
+        dry_run: select (and verify the chain) but write nothing; ``selected`` says what
+            would be exported.
 
     Raises:
         ChainBrokenError: the chain is broken and ``force`` is false (nothing is written).
         agentledger.client.LedgerError: the server refused or could not be reached.
-        ValueError: no session given or found.
+        ValueError: no session given or found, or ``sample`` with ``sessions``/``search``.
     """
+    if sample is not None and (sessions or search):
+        raise ValueError(
+            "--sample, --per-stratum and --fraction draw the sessions themselves: "
+            "leave out --session and --search"
+        )
     report = ledger.verify_chain(agent=agent)
     head = (
         ChainHeadRef(
@@ -367,14 +418,32 @@ def export_cases(
     )
     if not report.intact and not force:
         raise ChainBrokenError(agent, report.summary, report.problems)
-    wanted = list(dict.fromkeys(sessions))
-    if search:
-        for hit in ledger.search(search, agent=agent, limit=limit).results:
-            if hit.event.session_id and hit.event.session_id not in wanted:
-                wanted.append(hit.event.session_id)
-    if not wanted:
-        raise ValueError("no session to export: give --session or a --search with hits")
     result = ExportResult(chain_intact=report.intact, chain_head=head)
+    strata: dict[str, str] = {}
+    if sample is not None:
+        scan = read_candidates(
+            ledger, agent=agent, stratify_by=sample.stratify_by, since=sample.since
+        )
+        result.sample = draw_sample(scan.candidates, sample)
+        result.without_input = scan.without_input
+        strata = result.sample.stratum_of()
+        wanted = result.sample.picked
+        if not wanted:
+            raise ValueError(
+                f"no session to draw: agent {agent!r} has {len(scan.candidates)} sessions with "
+                f"a user message, {result.sample.outside_window} of them outside the window"
+            )
+    else:
+        wanted = list(dict.fromkeys(sessions))
+        if search:
+            for hit in ledger.search(search, agent=agent, limit=limit).results:
+                if hit.event.session_id and hit.event.session_id not in wanted:
+                    wanted.append(hit.event.session_id)
+        if not wanted:
+            raise ValueError("no session to export: give --session or a --search with hits")
+    result.selected = list(wanted)
+    if dry_run:
+        return result
     target = Path(out)
     for session in wanted:
         events = ledger.replay(session, agent=agent, limit=MAX_SESSION_EVENTS)
@@ -390,6 +459,9 @@ def export_cases(
                 order_ids=order_ids,
                 cause_category=cause_category,
                 labels=labels,
+                selection=None
+                if result.sample is None
+                else selection_of(result.sample, strata[session]),
             )
         except ValueError as error:
             result.skipped[session] = str(error)

@@ -35,6 +35,7 @@ __all__ = [
     "Limit",
     "Lineage",
     "OutcomeCheck",
+    "Selection",
     "StepEffects",
     "StubCall",
     "ToolCallCheck",
@@ -215,6 +216,26 @@ class Lineage(_Strict):
         return next((s for s in self.steps if s.step == step), None)
 
 
+class Selection(_Strict):
+    """How the export drew this case's session from the agent's sessions (``cases export
+    --sample``, ``--per-stratum`` or ``--fraction``); absent for a session named or found by
+    search. Optional, so files without it (and every older file) read as before.
+
+    ``method``: ``proportional``, ``per-stratum`` or ``fraction``, with ``+recency`` when
+    weighted by ``half_life_days``; ``seed`` of the draw; ``stratum`` the session's value of
+    the label ``stratify_by`` (``"(none)"`` without one, ``"(all)"`` when not stratified);
+    ``since``/``until`` the window on the session's last activity (ISO times).
+    """
+
+    method: str = Field(min_length=1)
+    seed: int
+    stratum: str
+    stratify_by: str | None = None
+    half_life_days: float | None = Field(default=None, gt=0)
+    since: str | None = None
+    until: str | None = None
+
+
 def _short_limit(value: Any) -> Any:
     return {"value": value} if isinstance(value, int | float) else value
 
@@ -269,7 +290,8 @@ class Case(_Strict):
     Fields: provenance (``source_session``, ``source_agent``, ``captured_at`` ISO
     time, ``captured_with`` model/config found in the session, ``cause_category``,
     ``labels``, ``subject_ref`` an opaque reference an erasure request can search for,
-    ``chain_head`` of the source at export time); ``inputs`` the user messages in order;
+    ``chain_head`` of the source at export time, ``selection`` how a sampled export drew the
+    session); ``inputs`` the user messages in order;
     ``context`` retrieved documents or memory given to the agent; ``tool_stubs`` per tool
     name, the calls of the source session; ``cassette``; ``source_answer`` the source's
     final answer (for the divergence report); ``lineage`` which later steps and whether the
@@ -286,6 +308,7 @@ class Case(_Strict):
     labels: list[str] = Field(default_factory=list)
     subject_ref: str | None = None
     chain_head: ChainHeadRef | None = None
+    selection: Selection | None = None
     inputs: list[str] = Field(min_length=1)
     context: list[dict[str, Any]] = Field(default_factory=list)
     tool_stubs: dict[str, list[StubCall]] = Field(default_factory=dict)
