@@ -290,3 +290,23 @@ def test_fast_on_a_large_candidate_set() -> None:
     took = time.perf_counter() - began
     assert len(result.picked) == 500
     assert took < 5.0, f"{took:.2f} s for 100,000 candidates"
+
+
+@settings(max_examples=300, deadline=None)
+@given(candidate_sets(min_size=1), st.integers(1, 20), seeds)
+def test_a_new_session_changes_at_most_one_pick_of_its_stratum(
+    candidates: list[Candidate], per_stratum: int, seed: int
+) -> None:
+    """Draws come from (seed, session id): new traffic displaces at most one member of its
+    stratum and leaves every other stratum as it was, so a corpus re-drawn daily stays put."""
+    spec = SampleSpec(per_stratum=per_stratum, stratify_by="intent", seed=seed)
+    before = draw_sample(candidates, spec)
+    newcomer = Candidate(session_id="zz-new", stratum="refund", last_activity=NOW)
+    after = draw_sample([*candidates, newcomer], spec)
+    old = {row.stratum: set(row.picked) for row in before.strata}
+    for row in after.strata:
+        kept = old.get(row.stratum, set()) & set(row.picked)
+        if row.stratum == "refund":
+            assert len(old.get("refund", set()) - kept) <= 1
+        else:
+            assert set(row.picked) == old[row.stratum]

@@ -13,9 +13,10 @@ its stratum label (``None`` when the session has none) and the time of its last 
    every stratum when the total allows it.
 4. Within a stratum the picks are drawn without replacement, weighted by recency when
    ``half_life_days`` is set (weight ``0.5 ** (age_days / half_life_days)``, the age taken
-   from the newest candidate): Efraimidis-Spirakis keys ``u ** (1 / w)``, one ``u`` per
-   candidate in the window from ``random.Random(seed)`` in order of session id, so the input
-   order never matters and sessions outside the window change nothing. The keys are
+   from the newest candidate): Efraimidis-Spirakis keys ``u ** (1 / w)``, each ``u`` taken
+   from SHA-256 of the seed and the session id, so the input order never matters, sessions
+   outside the window change nothing, and a corpus re-drawn tomorrow keeps the sessions whose
+   keys still win instead of being reshuffled by each new session. The keys are
    compared as ``log(-log u) - log w`` (smaller wins), which cannot overflow for old
    sessions.
 """
@@ -23,8 +24,8 @@ its stratum label (``None`` when the session has none) and the time of its last 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import math
-import random
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -197,6 +198,13 @@ def _table_order(stratum: str) -> tuple[bool, str]:
     return (stratum == NONE_STRATUM, stratum)
 
 
+def _uniform(seed: int, session_id: str) -> float:
+    """A number in (0, 1), uniform over sessions, fixed by ``seed`` and ``session_id``: the
+    first 53 bits of SHA-256 of both (never 0, so its logarithm exists)."""
+    digest = hashlib.sha256(f"{seed}\0{session_id}".encode("utf-8", "surrogatepass")).digest()
+    return ((int.from_bytes(digest[:8], "big") >> 11) + 0.5) / float(1 << 53)
+
+
 def draw_sample(candidates: Iterable[Candidate], spec: SampleSpec) -> SampleResult:
     """Draw the sample ``spec`` asks for from ``candidates`` (see the module docstring).
 
@@ -211,9 +219,9 @@ def draw_sample(candidates: Iterable[Candidate], spec: SampleSpec) -> SampleResu
             raise ValueError(f"session {candidate.session_id!r}: last activity is naive")
         by_id[candidate.session_id] = candidate
     ordered = [by_id[sid] for sid in sorted(by_id) if spec.in_window(by_id[sid].last_activity)]
-    rng = random.Random(spec.seed)
-    # one draw per candidate in the window, in id order: sessions outside it change nothing
-    inside = [(c, rng.random()) for c in ordered]
+    # each session's draw comes from (seed, session id) alone: the input order, sessions
+    # outside the window and sessions that arrive later change no other session's draw
+    inside = [(c, _uniform(spec.seed, c.session_id)) for c in ordered]
     groups: dict[str, list[tuple[Candidate, float]]] = {}
     for candidate, u in inside:
         if spec.stratify_by:
