@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -58,3 +63,44 @@ def test_ci_snippet_runs_the_documented_command() -> None:
     readme = (EXAMPLE / "README.md").read_text()
     assert "Turn production sessions into regression tests" in readme
     assert "agentledger cases export --agent refund-bot --session duplicate-charge" in readme
+
+
+def _shell_steps(job: dict[str, Any]) -> list[str]:
+    return [step["run"] for step in job["steps"] if "run" in step and "agentledger" in step["run"]]
+
+
+@pytest.mark.parametrize("job", ["cases", "nightly"])
+def test_ci_jobs_run_as_written(job: str, tmp_path: Path) -> None:
+    """The workflow's shell steps, run as the runner would without the production secrets:
+    the corpus is the committed case, the gates pass, the summary and reports are written."""
+    workflow = yaml.safe_load((EXAMPLE / "ci.yml").read_text())
+    triggers = workflow[True] if True in workflow else workflow["on"]  # YAML 1.1 reads on: as True
+    assert "schedule" in triggers and "pull_request" in triggers
+    sample = next(s for s in _shell_steps(workflow["jobs"]["cases"]) if "cases export" in s)
+    assert "--seed 0" in sample and "--stratify-by intent" in sample  # the same PR corpus
+    work = tmp_path / "cases"
+    shutil.copytree(EXAMPLE / "cases", work)
+    summary = tmp_path / "summary.md"
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "GITHUB_WORKSPACE": str(tmp_path),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_RUN_ID": "",
+        "AGENTLEDGER_URL": "",
+        "AGENTLEDGER_API_KEY": "",
+        "PYTHONPATH": str(EXAMPLE),
+    }
+    for script in _shell_steps(workflow["jobs"][job]):
+        done = subprocess.run(
+            ["bash", "-e", "-c", script.replace(" cases \\\n", f" {work} \\\n")],
+            cwd=EXAMPLE,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(next(tmp_path.glob("*-report.json")).read_text())
+    assert report["gate_passed"] and {g["gate"] for g in report["gates"]} >= {"max_truncations"}
+    assert "gate passed" in summary.read_text()

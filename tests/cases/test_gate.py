@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import logging
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -116,3 +119,21 @@ def test_markdown_summary_escapes_answers() -> None:
     assert "<script>" not in text and "&lt;script&gt;" in text
     assert "a \\| b" in text and "\\`y\\`" in text
     assert "| c1 | 1 | 0.300 | stop |" in text
+
+
+def test_the_offline_model_leaves_the_hosts_logging_alone() -> None:
+    """The offline model's package configures the root logger when imported; the host's
+    logging must look the same before and after similarity is computed with it (a fresh
+    interpreter: pytest's own handlers on the root logger would hide the change)."""
+    program = (
+        "import logging\n"
+        "from agentledger.cases import local_embedder\n"
+        "embed = local_embedder()\n"
+        "vectors = embed(['the refund is done', 'the refund is done'])\n"
+        "root = logging.getLogger()\n"
+        "print(len(vectors[0]), vectors[0] == vectors[1], len(root.handlers), root.level)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == ["256", "True", "0", str(logging.WARNING)], done.stderr

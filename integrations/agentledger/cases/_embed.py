@@ -17,6 +17,7 @@ With neither, :func:`resolve_embedder` says why, and the checks that need simila
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,9 +87,26 @@ def http_embedder(
 _load_lock = threading.Lock()
 
 
+def _import_wordllama() -> Any:
+    """``import wordllama`` without letting it configure the host's logging: the package calls
+    ``logging.basicConfig(level=INFO)`` at import, which would add a handler to the root logger
+    and print every INFO record of the host application. The root logger's handlers and level
+    are put back as they were."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        import wordllama
+    finally:
+        for handler in list(root.handlers):
+            if handler not in handlers:
+                root.removeHandler(handler)
+        root.setLevel(level)
+    return wordllama
+
+
 @functools.cache
 def _local_model() -> Any:
-    import wordllama
+    wordllama = _import_wordllama()
 
     # the package ships its weights and tokenizer; pointing the cache at the package's own
     # directory finds both there, and disable_download makes sure nothing is fetched
@@ -105,7 +123,7 @@ def local_embedder() -> Embedder | None:
         FileNotFoundError: the installed package lacks its bundled weights.
     """
     try:
-        import wordllama  # noqa: F401
+        _import_wordllama()
     except ImportError:
         return None
 
