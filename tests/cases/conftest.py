@@ -87,3 +87,11 @@ def exported_case(production_session: Production, tmp_path: Path) -> Path:
     ]
     path.write_text(json.dumps(document, indent=2))
     return path
+
+
+@pytest.fixture(autouse=True)
+def _no_pipeline_run_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs outside a CI pipeline unless a test says otherwise: under a pipeline's run id every
+    ``cases run`` of the same factory would read the previous test's runs back."""
+    for name in ("GITHUB_RUN_ID", "CI_PIPELINE_ID", "BUILDKITE_BUILD_ID", "CIRCLE_WORKFLOW_ID"):
+        monkeypatch.delenv(name, raising=False)
