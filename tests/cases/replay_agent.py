@@ -62,3 +62,24 @@ def build_chat_model(tools: list[Any], system_prompt: str | None = None) -> Any:
     system prompt (``--system-prompt``, else the recorded one) in front of the messages."""
     del tools, system_prompt
     return ChatOpenAI(model="gpt-test", base_url=BASE_URL, api_key="test-key", max_retries=0)  # type: ignore[arg-type]
+
+
+def build_openai_bot(
+    tools: list[Any], ledger: Any, session_id: str, system_prompt: str | None = None
+) -> Any:
+    """A plain chatbot on the raw OpenAI SDK, logging through ``instrument_openai``: called
+    with the conversation (system prompt first), it returns the answer's text."""
+    from openai import OpenAI
+
+    from agentledger.integrations.openai import instrument_openai
+
+    del tools, system_prompt  # the runner puts the system prompt in front of the messages
+    client = instrument_openai(
+        OpenAI(base_url=BASE_URL, api_key="test-key", max_retries=0), ledger, session_id=session_id
+    )
+
+    def respond(messages: list[dict[str, Any]]) -> str:
+        reply = client.chat.completions.create(model="gpt-test", messages=messages)  # type: ignore[arg-type]
+        return reply.choices[0].message.content or ""
+
+    return respond

@@ -319,3 +319,48 @@ def test_a_bare_chat_model_is_a_source_and_a_candidate(
     bad = cli("cases", "run", out, *bare, *tools, "--system-prompt", prompt)
     assert bad.exit_code == 1 and "answer:not_truncated" in bad.output
     assert model.calls[-1]["messages"][0]["content"].endswith("Be terse.")
+
+
+def test_a_raw_openai_sdk_chatbot_is_a_source_and_a_candidate(
+    ledger_server: Any, model: model_server.ModelServer, agent_name: str, tmp_path: Path
+) -> None:
+    from openai import OpenAI
+
+    from agentledger.integrations.openai import instrument_openai
+
+    ledger = Ledger(
+        url=ledger_server.url, api_key=ledger_server.api_key, agent=agent_name, spill_dir=None
+    )
+    try:
+        client = instrument_openai(
+            OpenAI(base_url=model.base_url, api_key="k", max_retries=0), ledger, session_id="sdk-1"
+        )
+        client.chat.completions.create(
+            model="gpt-test",
+            messages=[
+                {"role": "system", "content": "You are a refund agent."},
+                {"role": "user", "content": "Refund my duplicate charge"},
+            ],
+        )
+        assert ledger.flush(timeout_s=10).complete
+        out = tmp_path / "cases"
+        result = export_cases(ledger, agent=agent_name, sessions=["sdk-1"], out=out)
+    finally:
+        ledger.close(timeout_s=5)
+    assert len(result.files) == 1, result.skipped
+    case = json.loads(result.files[0].read_text())
+    assert case["inputs"] == ["Refund my duplicate charge"]
+    assert case["source_answer"] == model_server.ANSWER
+    assert case["captured_with"]["system_prompt"] == "You are a refund agent."
+    assert case["captured_with"]["finish_reason"] == "stop"
+    bot = ["--factory", "cases.replay_agent:build_openai_bot"]
+    tools = ["--tools", "cases.replay_agent:TOOLS"]
+    report = tmp_path / "sdk.json"
+    ok = cli("cases", "run", out, *bot, *tools, "--report", report, "--max-truncations", "0")
+    assert ok.exit_code == 0, ok.output
+    run = json.loads(report.read_text())["cases"][0]["run_details"][0]
+    assert run["answer"] == model_server.ANSWER and run["finish_reason"] == "stop"
+    assert run["model_calls"] == 1  # logged by instrument_openai into the run's session
+    prompt = _prompt(tmp_path, "You are a refund agent. Be terse.")
+    bad = cli("cases", "run", out, *bot, *tools, "--system-prompt", prompt)
+    assert bad.exit_code == 1 and "answer:not_truncated" in bad.output

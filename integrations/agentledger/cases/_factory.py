@@ -16,7 +16,14 @@ from langchain_core.tools import BaseTool
 from agentledger.cases._model import Case
 from agentledger.protocol import LedgerError
 
-__all__ = ["OVERRIDES", "SpecError", "build_agent", "check_overrides", "load_object"]
+__all__ = [
+    "OVERRIDES",
+    "SpecError",
+    "build_agent",
+    "check_overrides",
+    "declares",
+    "load_object",
+]
 
 
 class SpecError(LedgerError, ValueError):
@@ -63,6 +70,11 @@ def _parameters(factory: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
         return {}
 
 
+def declares(factory: Callable[..., Any], name: str) -> bool:
+    """The factory has a parameter called ``name``."""
+    return name in _parameters(factory)
+
+
 def check_overrides(factory: Callable[..., Any], overrides: Mapping[str, Any]) -> None:
     """Refuse overrides the factory cannot take (better than a run that silently ignores a
     new prompt).
@@ -86,12 +98,18 @@ def build_agent(
     tools: list[BaseTool],
     case: Case,
     overrides: Mapping[str, Any],
+    logging: Mapping[str, Any] | None = None,
 ) -> Any:
-    """``factory(tools, [context=...], [case=...], **overrides)``: ``context`` and ``case``
-    when the factory declares them (the case carries the recorded model, system prompt and
-    parameters in ``captured_with``)."""
+    """``factory(tools, [context=...], [case=...], [ledger=..., session_id=...], **overrides)``:
+    ``context`` and ``case`` when the factory declares them (the case carries the recorded
+    model, system prompt and parameters in ``captured_with``); ``ledger`` and ``session_id``
+    (from ``logging``) when it declares them, for a candidate that logs through an
+    integration of its own (``instrument_openai(client, ledger, session_id=session_id)``)."""
     parameters = _parameters(factory)
     keywords: dict[str, Any] = dict(overrides)
+    for name, value in (logging or {}).items():
+        if name in parameters:
+            keywords[name] = value
     if "context" in parameters:
         keywords["context"] = case.context
     if "case" in parameters:

@@ -23,7 +23,13 @@ from langchain_core.language_models import BaseLanguageModel
 from langchain_core.tools import BaseTool
 
 from agentledger.cases._checks import CheckResult, Embedder, EmbedOption, RunCheck, check, cosine
-from agentledger.cases._factory import SpecError, build_agent, check_overrides, load_object
+from agentledger.cases._factory import (
+    SpecError,
+    build_agent,
+    check_overrides,
+    declares,
+    load_object,
+)
 from agentledger.cases._gate import GateOptions, SimilarityStats, evaluate_gates
 from agentledger.cases._lineage import run_effects
 from agentledger.cases._model import Case
@@ -215,10 +221,12 @@ def run_once(
     error: str | None = None
     started = time.perf_counter()
     try:
-        agent = build_agent(factory, stub_tools(tools, registry), case, overrides)
+        logging = {"ledger": keyed, "session_id": session_id}
+        agent = build_agent(factory, stub_tools(tools, registry), case, overrides, logging)
+        own_log = declares(factory, "ledger")
         messages: list[Any] = []
         bare = isinstance(agent, BaseLanguageModel)  # a chat model takes the messages as such
-        if bare:  # and has nowhere else to take its system prompt from
+        if bare or own_log:  # and has nowhere else to take its system prompt from
             prompt = overrides.get("system_prompt") or case.captured_with.get("system_prompt")
             if isinstance(prompt, str) and prompt:
                 messages.append({"role": "system", "content": prompt})
@@ -227,6 +235,13 @@ def run_once(
             config: Any = {"callbacks": [handler]}
             if bare:
                 messages.append(agent.invoke(list(messages), config=config))
+                continue
+            if own_log or not hasattr(agent, "invoke"):  # a plain callable: messages in
+                reply = agent(list(messages))
+                if isinstance(reply, list):
+                    messages = list(reply)
+                elif reply is not None:
+                    messages.append({"role": "assistant", "content": str(reply)})
                 continue
             result = agent.invoke({"messages": messages}, config=config)
             if isinstance(result, dict) and isinstance(result.get("messages"), list):
