@@ -364,3 +364,41 @@ def test_a_raw_openai_sdk_chatbot_is_a_source_and_a_candidate(
     prompt = _prompt(tmp_path, "You are a refund agent. Be terse.")
     bad = cli("cases", "run", out, *bot, *tools, "--system-prompt", prompt)
     assert bad.exit_code == 1 and "answer:not_truncated" in bad.output
+
+
+def test_the_built_in_candidate_resends_the_recording_to_an_openai_compatible_endpoint(
+    case_dir: Path,
+    model: model_server.ModelServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No agent code: the recorded conversation goes to the endpoint with the recorded model,
+    the case's stubs answer the tool calls, and a prompt change is gated as with a factory."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    candidate = ["--factory", "agentledger.cases:openai_candidate", "--base-url", model.base_url]
+    tools = ["--tools", "cases.replay_agent:TOOLS"]
+    report = tmp_path / "builtin.json"
+    ok = cli("cases", "run", case_dir, *candidate, *tools, "--report", report)
+    assert ok.exit_code == 0, ok.output
+    run = json.loads(report.read_text())["cases"][0]["run_details"][0]
+    assert run["path"][:2] == ["lookup_order(order_id=A1234)", "verify_charge(order_id=A1234)"]
+    assert run["answer"] == model_server.ANSWER
+    sent = model.calls[-1]
+    assert sent["model"] == "gpt-test"  # the model the case recorded
+    assert sent["messages"][0]["content"] == replay_agent.PRODUCTION_PROMPT
+    assert sent["temperature"] == 0.0  # the recorded sampling parameter
+    assert {t["function"]["name"] for t in sent["tools"]} == {"lookup_order", "verify_charge"}
+    prompt = _prompt(tmp_path, "You are a refund agent.")  # no verification asked for
+    bad = cli(
+        "cases",
+        "run",
+        case_dir,
+        *candidate,
+        *tools,
+        "--system-prompt",
+        prompt,
+        "--model",
+        "gpt-new",
+    )
+    assert bad.exit_code == 1 and "must_call:verify_charge" in bad.output
+    assert model.calls[-1]["model"] == "gpt-new"

@@ -97,6 +97,7 @@ PUBLIC_BEFORE: dict[str, tuple[str, ...]] = {
         "load_object",
         "local_embedder",
         "markdown_summary",
+        "openai_candidate",
         "print_summary",
         "record_cassette",
         "resolve_embedder",

@@ -213,7 +213,12 @@ def _print_draw(
 @cases_app.command("run")
 def run(
     cases_dir: Annotated[Path, typer.Argument(help="Case file or directory of case files.")],
-    tools: Annotated[str, typer.Option("--tools", help="Real tools module:attribute (a list).")],
+    tools: Annotated[
+        str | None,
+        typer.Option(
+            "--tools", help="Real tools module:attribute (a list; none for a plain chatbot)."
+        ),
+    ] = None,
     factory: Annotated[
         str | None,
         typer.Option(
@@ -304,6 +309,13 @@ def run(
         float | None,
         typer.Option(help="The candidate's temperature, given to the factory as temperature="),
     ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            help="The candidate's OpenAI-compatible endpoint, given to the factory as "
+            "base_url= (agentledger.cases:openai_candidate uses it)."
+        ),
+    ] = None,
 ) -> None:
     """Run every case N times against the candidate; exit 1 when a check misses its rate
     or a corpus gate fails."""
@@ -345,7 +357,7 @@ def run(
     try:
         cases = load_cases(cases_dir)
         candidate = load_object(factory, "--factory")
-        real_tools = load_object(tools, "--tools")
+        real_tools = load_object(tools, "--tools") if tools is not None else []
         if not callable(candidate):
             raise SpecError(f"--factory: {factory!r} is not callable")
         if callable(real_tools) and not isinstance(real_tools, list | tuple):
@@ -366,6 +378,8 @@ def run(
         overrides["model"] = model
     if temperature is not None:
         overrides["temperature"] = temperature
+    if base_url is not None:
+        overrides["base_url"] = base_url
     gates = GateOptions(min_mean_similarity, min_similarity, max_truncations)
     if no_similarity and gates.needs_similarity:
         raise _fail(console, "--no-similarity cannot be combined with a similarity gate", 2)
@@ -377,7 +391,7 @@ def run(
         if choice.embed is not None:
             embed, embedder_name = choice.embed, choice.name
     try:
-        name = run_id if run_id is not None else default_run_id(factory, agent_name, tools)
+        name = run_id if run_id is not None else default_run_id(factory, agent_name, tools or "")
         named = suite_run_id(name) if name is not None else None
     except SpecError as error:
         raise _fail(console, str(error), 2) from error

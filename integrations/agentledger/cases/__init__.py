@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         load_cases,
         save_case,
     )
+    from agentledger.cases._openai_candidate import openai_candidate
     from agentledger.cases._pseudonym import Pseudonymizer
     from agentledger.cases._report import (
         CaseReport,
@@ -140,6 +141,7 @@ __all__ = [
     "load_object",
     "local_embedder",
     "markdown_summary",
+    "openai_candidate",
     "parse_when",
     "print_summary",
     "record_cassette",
@@ -220,6 +222,7 @@ _LAZY = {
     "suite_run_id": "._runner",
     "markdown_summary": "._markdown",
     "write_markdown": "._markdown",
+    "openai_candidate": "._openai_candidate",
     "EmbeddedServerError": "agentledger.testing",
 }
 

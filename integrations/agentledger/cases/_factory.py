@@ -59,8 +59,8 @@ def load_object(spec: str, what: str) -> Any:
 
 
 #: Keywords ``cases run`` can hand the factory: ``--system-prompt``, ``--model``,
-#: ``--temperature``.
-OVERRIDES = ("system_prompt", "model", "temperature")
+#: ``--temperature``, ``--base-url``.
+OVERRIDES = ("system_prompt", "model", "temperature", "base_url")
 
 
 def _parameters(factory: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:

@@ -1,0 +1,117 @@
+"""A built-in candidate: the recorded conversation re-sent to any OpenAI-compatible endpoint.
+
+``cases run --factory agentledger.cases:openai_candidate --base-url URL --model M
+--system-prompt FILE`` needs no agent code. Each turn sends the conversation (the new system
+prompt, else the recorded one, then the case's user messages) to ``POST {base_url}/chat/
+completions`` with the model (``--model``, else the first model the case recorded) and the
+sampling parameters the case recorded (``--temperature`` overrides). When the model asks for
+a tool, the case's stub answers it (the real tool never runs) and the loop goes on until the
+model answers. Calls are logged with :func:`agentledger.integrations.openai.instrument_openai`
+into the run's session, so the run is checked from the ledger like any other.
+
+The API key is the OpenAI SDK's (``OPENAI_API_KEY``); a local server that wants none still
+needs some value there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from agentledger.cases._factory import SpecError
+from agentledger.cases._model import Case
+
+__all__ = ["MAX_MODEL_CALLS", "openai_candidate"]
+
+#: Model calls per turn at most (a model that keeps asking for tools ends the turn there).
+MAX_MODEL_CALLS: Final = 25
+
+#: Recorded parameters re-sent with each call.
+_SENT_PARAMETERS = ("temperature", "top_p", "max_tokens", "max_completion_tokens", "seed")
+
+
+def _result_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    content = getattr(value, "content", None)  # a ToolMessage from a tool with artifacts
+    if isinstance(content, str):
+        return content
+    try:
+        return json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def openai_candidate(
+    tools: Sequence[BaseTool],
+    ledger: Any,
+    session_id: str,
+    case: Case,
+    system_prompt: str | None = None,
+    model: str | None = None,
+    temperature: float | None = None,
+    base_url: str | None = None,
+) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    """The candidate for one run (a factory for ``cases run``; see the module docstring).
+
+    Raises:
+        SpecError: the ``openai`` extra is not installed, or no model is known.
+    """
+    del system_prompt  # the runner puts the prompt in front of the messages
+    try:
+        from openai import OpenAI
+
+        from agentledger.integrations.openai import instrument_openai
+    except ImportError as error:
+        raise SpecError(
+            f"--factory agentledger.cases:openai_candidate needs agentledger[openai]: {error}"
+        ) from error
+    recorded = case.captured_with
+    models = [m for m in recorded.get("models") or [] if isinstance(m, str)]
+    chosen = model or (models[0] if models else None)
+    if not chosen:
+        raise SpecError(f"case {case.case_id}: no model recorded; pass --model")
+    parameters = {
+        k: v
+        for k, v in (recorded.get("parameters") or {}).items()
+        if k in _SENT_PARAMETERS and v is not None
+    }
+    if temperature is not None:
+        parameters["temperature"] = temperature
+    client = instrument_openai(OpenAI(base_url=base_url), ledger, session_id=session_id)
+    schemas = [convert_to_openai_tool(t) for t in tools]
+    by_name = {t.name: t for t in tools}
+
+    def respond(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        conversation = list(messages)
+        for _ in range(MAX_MODEL_CALLS):
+            extra: dict[str, Any] = {"tools": schemas} if schemas else {}
+            sent: Any = conversation  # plain dicts of the SDK's message shapes
+            reply = client.chat.completions.create(
+                model=chosen, messages=sent, **parameters, **extra
+            )
+            message = reply.choices[0].message
+            conversation.append(message.model_dump(exclude_none=True))
+            if not message.tool_calls:
+                break
+            for call in message.tool_calls:
+                function = getattr(call, "function", None)
+                name = getattr(function, "name", "")
+                tool = by_name.get(name)
+                try:
+                    args = json.loads(getattr(function, "arguments", "") or "{}")
+                    result = (
+                        tool.invoke(args) if tool is not None else f"error: no tool named {name}"
+                    )
+                except Exception as error:  # a bad argument string or a stub's refusal
+                    result = f"error: {type(error).__name__}: {error}"
+                conversation.append(
+                    {"role": "tool", "tool_call_id": call.id, "content": _result_text(result)}
+                )
+        return conversation
+
+    return respond
