@@ -24,6 +24,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
         ("bench_ingest.py", "canonical JSON of a LangChain-shaped record"),
         ("bench_query.py", "keyword search p50"),
         ("bench_cases.py", "check() on 1,000 events"),
+        ("bench_replay.py", "20 sessions, model latency 150 ms/call"),
         ("bench_mcp_proxy.py", "proxy, server down"),
         ("bench_redaction.py", "redact(), every pattern"),
         ("bench_client.py", "100,000 events, server down (closed port)"),

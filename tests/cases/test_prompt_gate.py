@@ -402,3 +402,34 @@ def test_the_built_in_candidate_resends_the_recording_to_an_openai_compatible_en
     )
     assert bad.exit_code == 1 and "must_call:verify_charge" in bad.output
     assert model.calls[-1]["model"] == "gpt-new"
+
+
+def test_the_histogram_shows_this_run_next_to_the_baseline(
+    case_dir: Path, model: model_server.ModelServer, tmp_path: Path
+) -> None:
+    from agentledger.cases import baseline_scores
+
+    embeddings = ["--embeddings-url", model.base_url]
+    before = tmp_path / "before.json"
+    ok = cli("cases", "run", case_dir, *RUN, *embeddings, "--runs", "2", "--report", before)
+    assert ok.exit_code == 0, ok.output
+    assert baseline_scores(json.loads(before.read_text())) == pytest.approx([1.0, 1.0])
+    chart = tmp_path / "similarity.png"
+    prompt = _prompt(tmp_path, replay_agent.PRODUCTION_PROMPT + " Be chatty.")
+    bad = cli(
+        "cases",
+        "run",
+        case_dir,
+        *RUN,
+        *embeddings,
+        "--system-prompt",
+        prompt,
+        "--baseline",
+        before,
+        "--histogram",
+        chart,
+        "--min-mean-similarity",
+        "0.8",
+    )
+    assert bad.exit_code == 1, bad.output
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and chart.stat().st_size > 5_000

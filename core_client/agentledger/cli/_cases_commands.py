@@ -292,6 +292,13 @@ def run(
     markdown: Annotated[
         Path | None, typer.Option(help="Write a Markdown summary (for a pull request) here.")
     ] = None,
+    histogram: Annotated[
+        Path | None,
+        typer.Option(
+            help="Draw the similarity scores (and the baseline's) to this image (needs "
+            "agentledger[plot])."
+        ),
+    ] = None,
     system_prompt: Annotated[
         Path | None,
         typer.Option(
@@ -427,6 +434,13 @@ def run(
         write_junit(suite, junit)
     if markdown is not None:
         write_markdown(suite, markdown)
+    if histogram is not None:
+        from agentledger.cases import baseline_scores, write_histogram
+
+        try:
+            write_histogram(suite, histogram, baseline_scores(old) if old else None)
+        except ImportError as error:
+            raise missing_extra("cases run --histogram", "plot", error) from error
     print_summary(suite, out)
     for case in suite.cases:
         if not case.gate_passed:

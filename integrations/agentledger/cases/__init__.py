@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     )
     from agentledger.cases._forget import CaseErasure, ErasedCase, forget_cases, subject_ref_of
     from agentledger.cases._gate import GateOptions, GateResult, SimilarityStats
+    from agentledger.cases._histogram import baseline_scores, write_histogram
     from agentledger.cases._markdown import markdown_summary, write_markdown
     from agentledger.cases._model import (
         SCHEMA_VERSION,
@@ -126,6 +127,7 @@ __all__ = [
     "ToolCallCheck",
     "UnexpectedToolCall",
     "allocate_strata",
+    "baseline_scores",
     "build_case",
     "case_json_schema",
     "check",
@@ -152,6 +154,7 @@ __all__ = [
     "stub_tools",
     "subject_ref_of",
     "suite_run_id",
+    "write_histogram",
     "write_junit",
     "write_markdown",
 ]
@@ -223,6 +226,8 @@ _LAZY = {
     "markdown_summary": "._markdown",
     "write_markdown": "._markdown",
     "openai_candidate": "._openai_candidate",
+    "baseline_scores": "._histogram",
+    "write_histogram": "._histogram",
     "EmbeddedServerError": "agentledger.testing",
 }
 

@@ -15,6 +15,7 @@ needs some value there.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from typing import Any, Final
@@ -44,6 +45,13 @@ def _result_text(value: Any) -> str:
         return json.dumps(value, default=str)
     except (TypeError, ValueError):
         return str(value)
+
+
+@functools.cache
+def _http_client() -> Any:
+    from openai import DefaultHttpxClient
+
+    return DefaultHttpxClient()
 
 
 def openai_candidate(
@@ -82,7 +90,11 @@ def openai_candidate(
     }
     if temperature is not None:
         parameters["temperature"] = temperature
-    client = instrument_openai(OpenAI(base_url=base_url), ledger, session_id=session_id)
+    # one HTTP client for every run of the process: building one loads the CA store (~30 ms,
+    # more than a local model's answer); the SDK client around it is cheap and per run
+    client = instrument_openai(
+        OpenAI(base_url=base_url, http_client=_http_client()), ledger, session_id=session_id
+    )
     schemas = [convert_to_openai_tool(t) for t in tools]
     by_name = {t.name: t for t in tools}
 

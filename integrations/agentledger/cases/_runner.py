@@ -394,9 +394,11 @@ def run_suite(
     memo: dict[tuple[str, str], float] = {}
     finish_reasons: list[str | None] = []
     done = 0
+    ran: list[tuple[Case, list[_Run], CaseReport]] = []
     for path, case in cases:
         case_report = CaseReport(case.case_id, str(path), source_answer=case.source_answer)
         pending: list[_Run] = []
+        ran.append((case, pending, case_report))
         for run in range(1, runs + 1):
             pending.append(
                 _resume_or_run(
@@ -414,7 +416,8 @@ def run_suite(
             done += 1
             if progress is not None:
                 progress(case.case_id, done)
-        target.ledger.flush(timeout_s=30.0)
+    target.ledger.flush(timeout_s=30.0)  # once: the runs are read back after all have run
+    for case, pending, case_report in ran:
         for number, item in enumerate(pending, start=1):
             events, mark = _stored_run(target, item.session_id)
             stub_failures = (
