@@ -7,6 +7,7 @@ so a prompt change changes what the candidate does:
 * without it, the model skips the verification;
 * ``terse`` makes the final answer stop at the token limit (``finish_reason: "length"``);
 * ``chatty`` makes the final answer talk about something else entirely;
+* ``refuse`` makes it decline;
 * offered no tools (a plain chatbot), it answers at once.
 
 ``POST /v1/embeddings`` returns bag-of-words vectors (word hashes), so similar wording scores
@@ -26,6 +27,7 @@ from typing import Any
 
 ANSWER = "I refunded the duplicate charge of 49.90 for order A1234 (refund re_1234)."
 CUT = "I refunded the duplicate charge of"
+REFUSAL = "I'm sorry, but I can't help with refunds. Please contact support."
 CHATTY = "Our store opens at nine on weekdays, and the cafe upstairs has lovely pastries!"
 DIMENSIONS = 64
 
@@ -79,6 +81,8 @@ def _reply(body: dict[str, Any]) -> dict[str, Any]:
         message["content"], finish = CUT, "length"
     elif "chatty" in system:
         message["content"] = CHATTY
+    elif "refuse" in system:
+        message["content"] = REFUSAL
     else:
         message["content"] = ANSWER
     return {

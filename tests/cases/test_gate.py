@@ -19,6 +19,7 @@ from agentledger.cases import (
     SuiteReport,
     check,
     default_run_id,
+    looks_like_refusal,
     markdown_summary,
     suite_run_id,
 )
@@ -137,3 +138,26 @@ def test_the_offline_model_leaves_the_hosts_logging_alone() -> None:
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.split() == ["256", "True", "0", str(logging.WARNING)], done.stderr
+
+
+@pytest.mark.parametrize(
+    ("answer", "declines"),
+    [
+        ("I'm sorry, but I can't help with that.", True),
+        ("I\u2019m sorry, but I cannot share account details.", True),
+        ("As an AI language model, I cannot give legal advice.", True),
+        ("I am unable to assist with this request.", True),
+        ("I refunded the duplicate charge. Sorry for the trouble!", False),
+        ("I can help: your order ships today.", False),
+        ("We can't refund twice, but I issued one refund re_1.", False),
+    ],
+)
+def test_refusal_heuristic(answer: str, declines: bool) -> None:
+    assert looks_like_refusal(answer) is declines
+
+
+def test_the_refusal_gate_fails_closed_without_answers() -> None:
+    (gate,) = evaluate_gates(GateOptions(max_refusal_rate=0.1), None, [None], [None])
+    assert not gate.passed and gate.measured.startswith("cannot compute")
+    (gate,) = evaluate_gates(GateOptions(max_refusal_rate=0.5), None, [], [True, False, None])
+    assert gate.passed and gate.measured == "50% (1 of 2 answers)"

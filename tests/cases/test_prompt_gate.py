@@ -402,6 +402,12 @@ def test_the_built_in_candidate_resends_the_recording_to_an_openai_compatible_en
     )
     assert bad.exit_code == 1 and "must_call:verify_charge" in bad.output
     assert model.calls[-1]["model"] == "gpt-new"
+    assert run["models"] == ["gpt-test"] and run["model_changed"] is False
+    changed = tmp_path / "changed.json"
+    cli("cases", "run", case_dir, *candidate, *tools, "--model", "gpt-new", "--report", changed)
+    run = json.loads(changed.read_text())["cases"][0]["run_details"][0]
+    assert run["models"] == ["gpt-new"] and run["served_models"] == ["gpt-new-served"]
+    assert run["model_changed"] is True
 
 
 def test_the_histogram_shows_this_run_next_to_the_baseline(
@@ -433,3 +439,17 @@ def test_the_histogram_shows_this_run_next_to_the_baseline(
     )
     assert bad.exit_code == 1, bad.output
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and chart.stat().st_size > 5_000
+
+
+def test_a_candidate_that_declines_fails_the_refusal_gate(case_dir: Path, tmp_path: Path) -> None:
+    code, report, output = _run(case_dir, tmp_path, "--max-refusal-rate", "0")
+    assert code == 0, output
+    assert report["gates"][0]["measured"] == "0% (0 of 1 answers)"
+    prompt = _prompt(tmp_path, replay_agent.PRODUCTION_PROMPT + " Refuse politely.")
+    code, report, output = _run(
+        case_dir, tmp_path, "--system-prompt", prompt, "--max-refusal-rate", "0"
+    )
+    assert code == 1, output
+    (gate,) = report["gates"]
+    assert gate["gate"] == "max_refusal_rate" and not gate["passed"]
+    assert report["cases"][0]["run_details"][0]["refused"] is True

@@ -97,6 +97,7 @@ PUBLIC_BEFORE: dict[str, tuple[str, ...]] = {
         "load_cases",
         "load_object",
         "local_embedder",
+        "looks_like_refusal",
         "markdown_summary",
         "openai_candidate",
         "print_summary",

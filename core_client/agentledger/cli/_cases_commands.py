@@ -21,6 +21,20 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from agentledger.cli._cases_options import (
+    BaseUrlOpt,
+    HistogramOpt,
+    MarkdownOpt,
+    MaxRefusalRateOpt,
+    MaxTruncationsOpt,
+    MinMeanSimilarityOpt,
+    MinSimilarityOpt,
+    ModelOpt,
+    NoSimilarityOpt,
+    RunIdOpt,
+    SystemPromptOpt,
+    TemperatureOpt,
+)
 from agentledger.cli._errors import NO_AGENT, explain
 from agentledger.cli._output import console as _console
 from agentledger.cli._output import missing_extra
@@ -255,74 +269,18 @@ def run(
         typer.Option(help="OpenAI-compatible embeddings base URL for similar_to checks."),
     ] = None,
     embeddings_model: Annotated[str | None, typer.Option(help="Embeddings model.")] = None,
-    no_similarity: Annotated[
-        bool,
-        typer.Option(
-            "--no-similarity",
-            help="Turn similarity off: similar_to checks are not evaluated and similarity "
-            "gates cannot pass.",
-        ),
-    ] = False,
-    min_mean_similarity: Annotated[
-        float | None,
-        typer.Option(
-            help="Corpus gate: mean similarity of the answers to the source answers.",
-            min=-1.0,
-            max=1.0,
-        ),
-    ] = None,
-    min_similarity: Annotated[
-        float | None,
-        typer.Option(
-            help="Corpus gate: every run's similarity to its source answer.", min=-1.0, max=1.0
-        ),
-    ] = None,
-    max_truncations: Annotated[
-        int | None,
-        typer.Option(help="Corpus gate: most final answers cut at a token limit.", min=0),
-    ] = None,
-    run_id: Annotated[
-        str | None,
-        typer.Option(
-            help="Name of this run in the ledger (default in CI: the pipeline's run id); runs "
-            "of this id that finished before are read back, not run again.",
-            show_default=False,
-        ),
-    ] = None,
-    markdown: Annotated[
-        Path | None, typer.Option(help="Write a Markdown summary (for a pull request) here.")
-    ] = None,
-    histogram: Annotated[
-        Path | None,
-        typer.Option(
-            help="Draw the similarity scores (and the baseline's) to this image (needs "
-            "agentledger[plot])."
-        ),
-    ] = None,
-    system_prompt: Annotated[
-        Path | None,
-        typer.Option(
-            "--system-prompt",
-            help="A file with the candidate's system prompt, given to the factory as "
-            "system_prompt=.",
-            show_default=False,
-        ),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(help="The candidate's model, given to the factory as model=."),
-    ] = None,
-    temperature: Annotated[
-        float | None,
-        typer.Option(help="The candidate's temperature, given to the factory as temperature="),
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            help="The candidate's OpenAI-compatible endpoint, given to the factory as "
-            "base_url= (agentledger.cases:openai_candidate uses it)."
-        ),
-    ] = None,
+    no_similarity: NoSimilarityOpt = False,
+    min_mean_similarity: MinMeanSimilarityOpt = None,
+    min_similarity: MinSimilarityOpt = None,
+    max_truncations: MaxTruncationsOpt = None,
+    max_refusal_rate: MaxRefusalRateOpt = None,
+    run_id: RunIdOpt = None,
+    markdown: MarkdownOpt = None,
+    histogram: HistogramOpt = None,
+    system_prompt: SystemPromptOpt = None,
+    model: ModelOpt = None,
+    temperature: TemperatureOpt = None,
+    base_url: BaseUrlOpt = None,
 ) -> None:
     """Run every case N times against the candidate; exit 1 when a check misses its rate
     or a corpus gate fails."""
@@ -387,7 +345,7 @@ def run(
         overrides["temperature"] = temperature
     if base_url is not None:
         overrides["base_url"] = base_url
-    gates = GateOptions(min_mean_similarity, min_similarity, max_truncations)
+    gates = GateOptions(min_mean_similarity, min_similarity, max_truncations, max_refusal_rate)
     if no_similarity and gates.needs_similarity:
         raise _fail(console, "--no-similarity cannot be combined with a similarity gate", 2)
     # the configured endpoint, else the offline model, else similarity fails closed

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         Embedder,
         RunCheck,
         check,
+        looks_like_refusal,
     )
     from agentledger.cases._divergence import Divergence, Effect
     from agentledger.cases._embed import (
@@ -142,6 +143,7 @@ __all__ = [
     "load_cases",
     "load_object",
     "local_embedder",
+    "looks_like_refusal",
     "markdown_summary",
     "openai_candidate",
     "parse_when",
@@ -226,6 +228,7 @@ _LAZY = {
     "markdown_summary": "._markdown",
     "write_markdown": "._markdown",
     "openai_candidate": "._openai_candidate",
+    "looks_like_refusal": "._checks",
     "baseline_scores": "._histogram",
     "write_histogram": "._histogram",
     "EmbeddedServerError": "agentledger.testing",

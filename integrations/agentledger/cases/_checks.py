@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from agentledger.cases._calls import as_args, call_text, match, short
 from agentledger.cases._divergence import Divergence, first_divergence
@@ -22,6 +22,12 @@ from agentledger.cases._model import (
     Limit,
     OutcomeCheck,
     ToolCallCheck,
+)
+from agentledger.cases._run_facts import (
+    TRUNCATED_REASONS,
+    final_finish,
+    looks_like_refusal,
+    models_of,
 )
 from agentledger.client import vocabulary as v
 
@@ -33,6 +39,7 @@ __all__ = [
     "RunCheck",
     "check",
     "cosine",
+    "looks_like_refusal",
     "normalise_events",
 ]
 
@@ -42,11 +49,6 @@ Embedder = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 #: ``embed=`` of :func:`check`: an embedder, ``"auto"`` (the configured endpoint, else the
 #: offline model, else the check fails saying why) or ``None`` (similarity turned off).
 EmbedOption = Embedder | Literal["auto"] | None
-
-#: ``finish_reason`` values meaning the model stopped at a token limit, not because it was
-#: done (OpenAI ``length``, Anthropic ``max_tokens``, Gemini ``MAX_TOKENS``, the Responses
-#: API's ``max_output_tokens``), compared in lower case.
-TRUNCATED_REASONS: Final = frozenset({"length", "max_tokens", "max_output_tokens"})
 
 
 @dataclass(frozen=True)
@@ -390,7 +392,7 @@ def check(
             )
         )
 
-    final_reason, truncated = _finish(evs, answers[-1] if answers else None)
+    final_reason, truncated = final_finish(evs, answers[-1] if answers else None)
     model_calls = sum(1 for e in evs if e.event == v.LLM_END)
     if model_calls and not expect.allow_truncation:
         results.append(_truncation(final_reason, truncated))
@@ -411,25 +413,9 @@ def check(
     run.extra["finish_reason"] = final_reason
     run.extra["truncated_calls"] = truncated
     run.extra["model_calls"] = model_calls
+    run.extra["models"], run.extra["served_models"] = models_of(evs)
+    run.extra["refused"] = answer is not None and looks_like_refusal(answer)
     return run
-
-
-def _finish(evs: Sequence[_Ev], answer: _Ev | None) -> tuple[str | None, int]:
-    """The ``finish_reason`` of the model call behind the final answer (the last ``llm_end``
-    logged before it; the run's last one when it gave no answer) and how many model calls
-    of the run stopped at a token limit."""
-    final: str | None = None
-    truncated = 0
-    for e in evs:
-        if e.event != v.LLM_END:
-            continue
-        reason = e.data.get("finish_reason")
-        text = str(reason).lower() if reason is not None else None
-        if text in TRUNCATED_REASONS:
-            truncated += 1
-        if answer is None or e.sequence_no <= answer.sequence_no:
-            final = str(reason) if reason is not None else None
-    return final, truncated
 
 
 def _truncation(final_reason: str | None, truncated: int) -> CheckResult:

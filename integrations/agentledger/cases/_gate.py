@@ -29,6 +29,7 @@ class GateOptions:
     min_mean_similarity: float | None = None
     min_similarity: float | None = None
     max_truncations: int | None = None
+    max_refusal_rate: float | None = None
 
     @property
     def needs_similarity(self) -> bool:
@@ -119,6 +120,7 @@ def evaluate_gates(
     options: GateOptions,
     similarity: SimilarityStats | None,
     finish_reasons: Sequence[str | None],
+    refusals: Sequence[bool | None] = (),
 ) -> list[GateResult]:
     """The gates of ``options`` over the suite's measures.
 
@@ -127,6 +129,7 @@ def evaluate_gates(
         similarity: the scores (``None`` when similarity is turned off).
         finish_reasons: the final answer's ``finish_reason`` of every run (``None``: not
             recorded).
+        refusals: per run, whether its answer declined (``None``: the run gave no answer).
     """
     results: list[GateResult] = []
     values = similarity.values() if similarity is not None else []
@@ -171,6 +174,17 @@ def evaluate_gates(
             results.append(
                 GateResult("max_truncations", required, measured, cut <= options.max_truncations)
             )
+    if options.max_refusal_rate is not None:
+        required = f"refusal rate <= {options.max_refusal_rate:.0%}"
+        answered = [r for r in refusals if r is not None]
+        if not answered:
+            measured = "cannot compute: no run gave an answer"
+            results.append(GateResult("max_refusal_rate", required, measured, False))
+        else:
+            rate = sum(answered) / len(answered)
+            measured = f"{rate:.0%} ({sum(answered)} of {len(answered)} answers)"
+            passed = rate <= options.max_refusal_rate + 1e-12
+            results.append(GateResult("max_refusal_rate", required, measured, passed))
     return results
 
 

@@ -393,6 +393,7 @@ def run_suite(
     similarity = SimilarityStats(embedder_name) if embed is not None else None
     memo: dict[tuple[str, str], float] = {}
     finish_reasons: list[str | None] = []
+    refusals: list[bool | None] = []
     done = 0
     ran: list[tuple[Case, list[_Run], CaseReport]] = []
     for path, case in cases:
@@ -451,6 +452,11 @@ def run_suite(
             result.extra["events"] = len(events)
             result.extra["reused"] = item.reused
             finish_reasons.append(result.extra.get("finish_reason"))
+            refusals.append(result.extra["refused"] if result.answer is not None else None)
+            recorded = [m for m in case.captured_with.get("models") or [] if isinstance(m, str)]
+            result.extra["model_changed"] = bool(
+                recorded and result.extra["models"] and result.extra["models"] != recorded
+            )
             if similarity is not None and case.source_answer:
                 if embed_fn is None:
                     similarity.unscored.append((case.case_id, number, reason))
@@ -469,7 +475,7 @@ def run_suite(
             case_report.add(result)
         report.cases.append(case_report)
     report.similarity = similarity
-    report.gates = evaluate_gates(gates or GateOptions(), similarity, finish_reasons)
+    report.gates = evaluate_gates(gates or GateOptions(), similarity, finish_reasons, refusals)
     return report
 
 
