@@ -453,3 +453,32 @@ def test_a_candidate_that_declines_fails_the_refusal_gate(case_dir: Path, tmp_pa
     (gate,) = report["gates"]
     assert gate["gate"] == "max_refusal_rate" and not gate["passed"]
     assert report["cases"][0]["run_details"][0]["refused"] is True
+
+
+def test_long_inputs_are_kept_whole_and_a_cut_one_is_labelled(
+    ledger_server: Any, model: model_server.ModelServer, agent_name: str, tmp_path: Path
+) -> None:
+    """The user's turn is kept up to 65,000 characters whatever max_field_chars is; beyond,
+    the integration cuts it and the exported case says so (``inputs-cut``)."""
+    ledger = Ledger(
+        url=ledger_server.url, api_key=ledger_server.api_key, agent=agent_name, spill_dir=None
+    )
+    long_text = ("Please refund order A1234. " + "context " * 633).rstrip()  # 5,090 characters
+    huge_text = "x" * 65_001
+    try:
+        chat = replay_agent.build_chat_model([])
+        for session, text in (("long-1", long_text), ("huge-1", huge_text)):
+            handler = LedgerCallbackHandler(ledger, session_id=session, max_field_chars=100)
+            chat.invoke([("user", text)], config={"callbacks": [handler]})
+        assert ledger.flush(timeout_s=10).complete
+        out = tmp_path / "cases"
+        result = export_cases(ledger, agent=agent_name, sessions=["long-1", "huge-1"], out=out)
+    finally:
+        ledger.close(timeout_s=5)
+    cases = {
+        json.loads(f.read_text())["source_session"]: json.loads(f.read_text()) for f in result.files
+    }
+    assert cases["long-1"]["inputs"] == [long_text]
+    assert "inputs-cut" not in cases["long-1"]["labels"]
+    assert cases["huge-1"]["inputs"][0].endswith("…[cut, 65001 chars]")
+    assert "inputs-cut" in cases["huge-1"]["labels"]

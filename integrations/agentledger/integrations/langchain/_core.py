@@ -42,8 +42,10 @@ __all__ = ["HandlerCore", "elapsed_ms", "hook"]
 _F = TypeVar("_F", bound=Callable[..., None])
 
 #: Characters of a user turn (``user_message``) and an answer (``assistant_response``) kept
-#: whatever ``max_field_chars`` is: regression cases replay and compare them whole.
-TURN_CHARS: Final = 100_000
+#: whatever ``max_field_chars`` is: regression cases replay and compare them whole. Below the
+#: client's ``max_string_chars`` (65,536 by default) with room for the cut marker, so a longer
+#: text is cut once, here, with a marker naming its size.
+TURN_CHARS: Final = 65_000
 
 
 def hook(fn: _F) -> _F:
