@@ -96,7 +96,9 @@ class BatchSender:
         self._lock = self._tally.lock  # counters, waiters, queue, in-flight
         # Held while events move from memory to the spill and while the worker picks what
         # to send next, so what reaches the server keeps the order of log() calls.
-        self._order = threading.Lock()
+        # reentrant: the sender holds it from a request's answer until the answer's events are
+        # placed, and the moves it calls take it again
+        self._order = threading.RLock()
         self._wake = threading.Event()
         self._abort = threading.Event()  # set by close(): stop retrying, give up waits
         self._exporter = Exporter(
@@ -400,19 +402,23 @@ class BatchSender:
         upcoming = self._prepare(nxt) if nxt else None
         answer = self._exporter.export(lines, deadline, single_attempt=probe)
         fine = not answer.kept and not answer.held and not self._exporter.down
-        with self._order, self._lock:
-            taken = self._inflight_taken
-            if not taken and nxt and fine and upcoming is not None:
-                self._inflight = nxt
-                self._prepared = (nxt, upcoming)  # sent next, before anything else
-                nxt = []
-            elif not taken:
-                self._inflight = None
-        if taken:
-            return True  # close() spilled both batches already; a late success is a duplicate
-        if nxt:
-            self._disk.return_unsent(nxt, upcoming)
-        self._apply_memory(items, lines, answer)
+        # from here until the answer's events are placed (counted, spilled, back in memory)
+        # close() waits: it must not find the batch neither in flight nor anywhere else
+        with self._order:
+            with self._lock:
+                taken = self._inflight_taken
+                if not taken and nxt and fine and upcoming is not None:
+                    self._inflight = nxt
+                    self._prepared = (nxt, upcoming)  # sent next, before anything else
+                    nxt = []
+                elif not taken:
+                    self._inflight = None
+            if taken:
+                return True  # close() spilled both batches already; a late success is a duplicate
+            if nxt:
+                self._disk.return_unsent(nxt, upcoming)
+            self._apply_memory(items, lines, answer)
+        self._problems.report(answer.error)  # callbacks run without the lock
         return len(answer.kept) < len(lines)
 
     def _prepare(self, items: list[Item]) -> Future[list[bytes]] | None:
@@ -449,7 +455,6 @@ class BatchSender:
                     [lines[i] for i in answer.kept], sync=True, first=True, drop=False
                 ):
                     self._disk.back_to_memory(kept)
-        self._problems.report(answer.error)
 
     def _apply_spilled(self, segment: Segment, lines: list[bytes], answer: Answer) -> None:
         assert self._spill is not None

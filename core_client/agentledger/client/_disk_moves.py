@@ -34,7 +34,7 @@ class DiskMoves:
         *,
         queue: EventQueue,
         tally: Tally,
-        order: threading.Lock,
+        order: threading.RLock,
         spill: SpillStore | None,
         redactor: ClientRedactor | None,
         max_batch: int,
