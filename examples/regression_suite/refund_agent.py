@@ -99,9 +99,14 @@ def refund_model(verify: bool = True) -> ScriptedChatModel:
     )
 
 
-def build_agent(tools: list[BaseTool]) -> Any:
-    """The production agent."""
-    return create_agent(refund_model(), tools, system_prompt=PROMPT, name="refund_agent")
+def build_agent(tools: list[BaseTool], system_prompt: str = PROMPT) -> Any:
+    """The production agent; ``cases run --system-prompt FILE`` hands a candidate prompt in.
+    The scripted model stands in for a real one: it verifies the charge only when the prompt
+    asks it to."""
+    verify = "verify" in system_prompt.lower()
+    return create_agent(
+        refund_model(verify=verify), tools, system_prompt=system_prompt, name="refund_agent"
+    )
 
 
 def build_agent_skipping_verify(tools: list[BaseTool]) -> Any:

@@ -104,3 +104,36 @@ def test_ci_jobs_run_as_written(job: str, tmp_path: Path) -> None:
     report = json.loads(next(tmp_path.glob("*-report.json")).read_text())
     assert report["gate_passed"] and {g["gate"] for g in report["gates"]} >= {"max_truncations"}
     assert "gate passed" in summary.read_text()
+
+
+def _readme_block(marker: str) -> str:
+    """The README's bash block holding ``marker``, its continuation lines joined."""
+    readme = (EXAMPLE.parents[1] / "README.md").read_text()
+    block = next(b for b in readme.split("```bash\n")[1:] if marker in b.split("```")[0])
+    return block.split("```")[0].replace("\\\n", " ")
+
+
+@pytest.mark.parametrize(("prompt", "code"), [("refund_fast", 1), ("production", 0)])
+def test_the_readme_prompt_change_command_gates_as_it_says(
+    prompt: str, code: int, tmp_path: Path
+) -> None:
+    """README "Regression tests from production sessions": the prompt-change command, run
+    as written in the example directory; the prompt without the verification fails."""
+    command = _readme_block("--system-prompt prompts/refund_fast.txt").strip()
+    command = command.replace("prompts/refund_fast.txt", f"prompts/{prompt}.txt")
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    work = tmp_path / "example"
+    shutil.copytree(EXAMPLE, work, ignore=shutil.ignore_patterns("__pycache__"))
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == code, done.stdout + done.stderr
+    report = json.loads((work / "report.json").read_text())
+    assert report["gate_passed"] is (code == 0)
+    summary = (work / "summary.md").read_text()
+    assert ("gate passed" if code == 0 else "gate failed") in summary
+    if code:
+        assert "must_call:verify_charge" in done.stdout
