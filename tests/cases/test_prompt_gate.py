@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from agentledger.cases import export_cases
+from agentledger.cases import ExportResult, export_cases
 from agentledger.client import Ledger
 from agentledger.integrations.langchain import LedgerCallbackHandler
 
@@ -35,26 +35,36 @@ def model() -> Iterator[model_server.ModelServer]:
     replay_agent.BASE_URL = ""
 
 
+def _record_and_export(
+    server: Any, agent: str, out: Path, sessions: list[str], record: Callable[[Ledger], None]
+) -> ExportResult:
+    """``record(ledger)`` logs ``sessions`` to the real server; they are flushed (all stored)
+    and exported as cases into ``out``."""
+    ledger = Ledger(url=server.url, api_key=server.api_key, agent=agent, spill_dir=None)
+    try:
+        record(ledger)
+        assert ledger.flush(timeout_s=10).complete
+        return export_cases(ledger, agent=agent, sessions=sessions, out=out)
+    finally:
+        ledger.close(timeout_s=5)
+
+
 @pytest.fixture
 def case_dir(
     ledger_server: Any, model: model_server.ModelServer, agent_name: str, tmp_path: Path
 ) -> Path:
     """One production session of the refund agent (production prompt), exported as a case."""
-    ledger = Ledger(
-        url=ledger_server.url, api_key=ledger_server.api_key, agent=agent_name, spill_dir=None
-    )
-    try:
+
+    def record(ledger: Ledger) -> None:
         handler = LedgerCallbackHandler(ledger, session_id="prod-1")
         agent = replay_agent.build(replay_agent.TOOLS)
         agent.invoke(
             {"messages": [{"role": "user", "content": "I was charged twice for order A1234"}]},
             config={"callbacks": [handler]},
         )
-        assert ledger.flush(timeout_s=10).complete
-        out = tmp_path / "cases"
-        result = export_cases(ledger, agent=agent_name, sessions=["prod-1"], out=out)
-    finally:
-        ledger.close(timeout_s=5)
+
+    out = tmp_path / "cases"
+    result = _record_and_export(ledger_server, agent_name, out, ["prod-1"], record)
     assert len(result.files) == 1, result.skipped
     return out
 
@@ -286,21 +296,17 @@ def test_an_override_the_factory_cannot_take_is_refused(case_dir: Path, tmp_path
 def test_a_bare_chat_model_is_a_source_and_a_candidate(
     ledger_server: Any, model: model_server.ModelServer, agent_name: str, tmp_path: Path
 ) -> None:
-    ledger = Ledger(
-        url=ledger_server.url, api_key=ledger_server.api_key, agent=agent_name, spill_dir=None
-    )
-    try:
+
+    def record(ledger: Ledger) -> None:
         chat = replay_agent.build_chat_model([])
         handler = LedgerCallbackHandler(ledger, session_id="chat-1")
         chat.invoke(
             [("system", "You are a refund agent."), ("user", "Refund my duplicate charge")],
             config={"callbacks": [handler]},
         )
-        assert ledger.flush(timeout_s=10).complete
-        out = tmp_path / "cases"
-        result = export_cases(ledger, agent=agent_name, sessions=["chat-1"], out=out)
-    finally:
-        ledger.close(timeout_s=5)
+
+    out = tmp_path / "cases"
+    result = _record_and_export(ledger_server, agent_name, out, ["chat-1"], record)
     assert len(result.files) == 1, result.skipped
     case = json.loads(result.files[0].read_text())
     assert case["inputs"] == ["Refund my duplicate charge"]
@@ -328,10 +334,7 @@ def test_a_raw_openai_sdk_chatbot_is_a_source_and_a_candidate(
 
     from agentledger.integrations.openai import instrument_openai
 
-    ledger = Ledger(
-        url=ledger_server.url, api_key=ledger_server.api_key, agent=agent_name, spill_dir=None
-    )
-    try:
+    def record(ledger: Ledger) -> None:
         client = instrument_openai(
             OpenAI(base_url=model.base_url, api_key="k", max_retries=0), ledger, session_id="sdk-1"
         )
@@ -342,11 +345,9 @@ def test_a_raw_openai_sdk_chatbot_is_a_source_and_a_candidate(
                 {"role": "user", "content": "Refund my duplicate charge"},
             ],
         )
-        assert ledger.flush(timeout_s=10).complete
-        out = tmp_path / "cases"
-        result = export_cases(ledger, agent=agent_name, sessions=["sdk-1"], out=out)
-    finally:
-        ledger.close(timeout_s=5)
+
+    out = tmp_path / "cases"
+    result = _record_and_export(ledger_server, agent_name, out, ["sdk-1"], record)
     assert len(result.files) == 1, result.skipped
     case = json.loads(result.files[0].read_text())
     assert case["inputs"] == ["Refund my duplicate charge"]
@@ -460,21 +461,17 @@ def test_long_inputs_are_kept_whole_and_a_cut_one_is_labelled(
 ) -> None:
     """The user's turn is kept up to 65,000 characters whatever max_field_chars is; beyond,
     the integration cuts it and the exported case says so (``inputs-cut``)."""
-    ledger = Ledger(
-        url=ledger_server.url, api_key=ledger_server.api_key, agent=agent_name, spill_dir=None
-    )
     long_text = ("Please refund order A1234. " + "context " * 633).rstrip()  # 5,090 characters
     huge_text = "x" * 65_001
-    try:
+
+    def record(ledger: Ledger) -> None:
         chat = replay_agent.build_chat_model([])
         for session, text in (("long-1", long_text), ("huge-1", huge_text)):
             handler = LedgerCallbackHandler(ledger, session_id=session, max_field_chars=100)
             chat.invoke([("user", text)], config={"callbacks": [handler]})
-        assert ledger.flush(timeout_s=10).complete
-        out = tmp_path / "cases"
-        result = export_cases(ledger, agent=agent_name, sessions=["long-1", "huge-1"], out=out)
-    finally:
-        ledger.close(timeout_s=5)
+
+    sessions = ["long-1", "huge-1"]
+    result = _record_and_export(ledger_server, agent_name, tmp_path / "cases", sessions, record)
     cases = {
         json.loads(f.read_text())["source_session"]: json.loads(f.read_text()) for f in result.files
     }
