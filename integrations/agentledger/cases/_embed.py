@@ -104,16 +104,22 @@ def _import_wordllama() -> Any:
     return wordllama
 
 
-@functools.cache
-def _local_model() -> Any:
-    wordllama = _import_wordllama()
+_loaded: list[Any] = []  # the model, once loaded (a list: no global statement needed)
 
-    # the package ships its weights and tokenizer; pointing the cache at the package's own
-    # directory finds both there, and disable_download makes sure nothing is fetched
+
+def _local_model() -> Any:
+    """The offline model, loaded once per process (threads asking at once wait for one load)."""
     with _load_lock:
-        return wordllama.WordLlama.load(
-            cache_dir=Path(wordllama.__file__).parent, disable_download=True
-        )
+        if not _loaded:
+            wordllama = _import_wordllama()
+            # the package ships its weights and tokenizer; pointing the cache at the package's
+            # own directory finds both there, and disable_download makes sure nothing is fetched
+            _loaded.append(
+                wordllama.WordLlama.load(
+                    cache_dir=Path(wordllama.__file__).parent, disable_download=True
+                )
+            )
+        return _loaded[0]
 
 
 def local_embedder() -> Embedder | None:

@@ -378,17 +378,21 @@ def run_suite(
             suite_id += "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
     else:
         suite_id, resume = str(uuid_utils.uuid7()).replace("-", "")[-12:], False
+    # resolved once: ``embed_fn`` scores the answers, ``check_embed`` goes to check() (still
+    # "auto" when nothing is available, so each similar_to check fails saying why)
+    embed_fn: Embedder | None = None
+    check_embed: EmbedOption = embed
+    reason = ""
     if embed is None:
         embedder_name = "off"
-    if embed == "auto":
+    elif embed == "auto":
         from agentledger.cases._embed import default_choice
 
         choice = default_choice()
         embedder_name, embed_fn, reason = choice.name, choice.embed, choice.reason
-    elif embed is None:
-        embed_fn, reason = None, ""
+        check_embed = embed_fn or "auto"
     else:
-        embed_fn, reason = embed, ""
+        embed_fn = embed
     report = SuiteReport(suite_id, runs, ledger_url=target.url, agent=target.ledger.agent)
     similarity = SimilarityStats(embedder_name) if embed is not None else None
     memo: dict[tuple[str, str], float] = {}
@@ -431,7 +435,7 @@ def run_suite(
                 events,
                 stub_failures=stub_failures,
                 duration_ms=item.duration_ms,
-                embed=embed_fn if embed_fn is not None or embed is None else "auto",
+                embed=check_embed,
                 default_min_pass_rate=default_min_pass_rate,
             )
             result.error = item.error
