@@ -225,6 +225,13 @@ def at(
         f"{state.agent} at {state.at}: {state.event_count} events so far, "
         f"{len(state.state)} keys" + (" (truncated)" if state.truncated else "")
     )
+    call = state.model_call
+    if call is not None:
+        console.print(
+            f"last model call {call.get('timestamp')}: model {call.get('model') or '?'}, "
+            f"prompt {call.get('prompt_hash') or 'without a system prompt'}",
+            markup=False,
+        )
     table = Table(show_header=True)
     table.add_column("key")
     table.add_column("value", overflow="fold")

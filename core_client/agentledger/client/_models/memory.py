@@ -13,13 +13,19 @@ __all__ = ["BaselineReport", "ForgetResult", "MemoryContext", "SessionDiff", "St
 
 @dataclass(frozen=True, slots=True)
 class StateAt:
-    """``at(timestamp)``: the agent's key/value state at a time (``state_set``/``state_delete``)."""
+    """``at(timestamp)``: the agent's key/value state at a time (``state_set``/``state_delete``).
+
+    ``model_call`` is the agent's last model call at or before the time (``event_id``,
+    ``session_id``, ``timestamp``, ``model``, ``prompt_hash``): the prompt version and model in
+    effect then; ``None`` when there was none (or the server predates it).
+    """
 
     agent: str
     at: str
     event_count: int
     truncated: bool
     state: dict[str, Any]
+    model_call: dict[str, Any] | None = None
 
     @classmethod
     def from_wire(cls, obj: dict[str, Any]) -> StateAt:
@@ -29,6 +35,7 @@ class StateAt:
             event_count=int(value_or(obj, "event_count", 0)),
             truncated=bool(obj.get("truncated", False)),
             state=dict(value_or(obj, "state", {})),
+            model_call=dict(obj["model_call"]) if isinstance(obj.get("model_call"), dict) else None,
         )
 
 

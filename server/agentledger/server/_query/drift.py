@@ -63,6 +63,10 @@ class SessionShape:
     tokens: int | None = None
     depth: int = 0
     duration_s: float = 0.0
+    #: the ``prompt_hash`` values of the session's model calls, first use first
+    prompt_hashes: list[str] = field(default_factory=list)
+    #: the models its calls asked for (``llm_start.data.model``), first use first
+    models: list[str] = field(default_factory=list)
 
     @property
     def labels(self) -> Counter[str]:
@@ -114,6 +118,18 @@ def _tokens(data: dict[str, Any] | None) -> int | None:
     return total if seen else None
 
 
+def _note(values: list[str], value: Any) -> None:
+    if isinstance(value, str) and value and value not in values:
+        values.append(value[:200])
+
+
+def _configuration(shape: SessionShape, event: str, data: dict[str, Any] | None) -> None:
+    """Record the prompt version and model an ``llm_start`` was made with."""
+    if event == "llm_start" and data:
+        _note(shape.prompt_hashes, data.get("prompt_hash"))
+        _note(shape.models, data.get("model"))
+
+
 def session_shapes(rows: Iterable[EventRow]) -> list[SessionShape]:
     """Group rows (any order) by session and reduce each session; sorted by start time."""
     by_session: dict[str, list[EventRow]] = {}
@@ -141,6 +157,7 @@ def session_shapes(rows: Iterable[EventRow]) -> list[SessionShape]:
             shape.type_seq.append(r.event)
             if r.event.endswith("_error"):
                 shape.errors += 1
+            _configuration(shape, r.event, r.data)
             tokens = _tokens(r.data)
             if tokens is not None:
                 shape.tokens = (shape.tokens or 0) + tokens
@@ -199,7 +216,32 @@ def window_summary(shapes: Sequence[SessionShape]) -> dict[str, Any]:
         if shapes
         else None,
         "tokens_per_session": _mean(tokens),
+        "prompts": _session_shares(shapes, "prompt_hashes"),
+        "models": _session_shares(shapes, "models"),
     }
+
+
+def _session_shares(shapes: Sequence[SessionShape], attr: str) -> dict[str, float]:
+    """The share of sessions that used each value of ``attr`` (``prompt_hashes``/``models``);
+    a session that used two prompts counts for both."""
+    if not shapes:
+        return {}
+    counts = _presence(shapes, attr)
+    return {k: round(v / len(shapes), 6) for k, v in counts.most_common(50)}
+
+
+def configuration_changes(base: dict[str, Any], recent: dict[str, Any]) -> list[dict[str, Any]]:
+    """Prompt versions and models the recent sessions used that the baseline never did
+    (``new_prompt``/``new_model``), and ones the baseline used that no recent session did
+    (``gone_prompt``/``gone_model``), with the share of sessions on each side."""
+    changes: list[dict[str, Any]] = []
+    for kind, name in (("prompt", "prompts"), ("model", "models")):
+        b, r = base[name], recent[name]
+        for key in sorted(set(r) - set(b), key=lambda k: -r[k]):
+            changes.append({"kind": "new_" + kind, "key": key, "baseline": 0.0, "recent": r[key]})
+        for key in sorted(set(b) - set(r), key=lambda k: -b[k]):
+            changes.append({"kind": "gone_" + kind, "key": key, "baseline": b[key], "recent": 0.0})
+    return changes
 
 
 def _js_distance(a: Counter[str], b: Counter[str]) -> float:
@@ -410,6 +452,12 @@ def compare(
                 f"{c['kind']} {c['key']}: {c['baseline_sessions']} baseline sessions vs "
                 f"{c['recent_sessions']} recent (p={c['p_value']:.3g})"
             )
+    configuration = configuration_changes(base_summary, recent_summary)
+    for c in configuration:
+        side = "recent" if c["kind"].startswith("new_") else "baseline"
+        reasons.append(
+            f"{c['kind'].replace('_', ' ')} {c['key']} (in {c[side]:.0%} of {side} sessions)"
+        )
     report.update(
         status="ok",
         verdict=verdict,
@@ -422,6 +470,7 @@ def compare(
             "chi_square": {"steps": chi_types, "transitions": chi_trans},
             "step_changes": steps,
             "biggest_changes": _biggest_changes(base_summary, recent_summary),
+            "configuration_changes": configuration,
             "reasons": reasons,
         },
     )

@@ -37,6 +37,23 @@ class StateOutcome:
     event_count: int
     state: dict[str, Any]
     truncated: bool
+    #: the agent's last model call at or before the time: which prompt version and model were
+    #: in effect (``None`` when it had made none, or its record is erased)
+    model_call: dict[str, Any] | None = None
+
+
+def _model_call(row: Any) -> dict[str, Any] | None:
+    """``{event_id, session_id, timestamp, model, prompt_hash}`` of an ``llm_start`` row."""
+    if row is None or row[3] is None:
+        return None
+    data = orjson.loads(row[3]).get("data") or {}
+    fields = {k: data.get(k) for k in ("model", "prompt_hash")}
+    return {
+        "event_id": str(row[0]),
+        "session_id": row[1],
+        "timestamp": row[2],
+        **{k: v if isinstance(v, str) else None for k, v in fields.items()},
+    }
 
 
 class QueryStore:
@@ -158,23 +175,34 @@ class QueryStore:
                 .order_by(events.c.timestamp, events.c.sequence_no)
                 .limit(max_events + 1)
             ).all()
+            last_call = conn.execute(
+                select(events.c.event_id, events.c.session_id, events.c.timestamp, events.c.record)
+                .where(
+                    events.c.agent == agent,
+                    events.c.timestamp <= at,
+                    events.c.event == "llm_start",
+                )
+                .order_by(events.c.timestamp.desc(), events.c.sequence_no.desc())
+                .limit(1)
+            ).first()
         truncated = len(rows) > max_events
         pairs = ((row[0], orjson.loads(row[1]).get("data") or {}) for row in rows[:max_events])
-        return StateOutcome(int(count), fold_state(pairs), truncated)
+        return StateOutcome(int(count), fold_state(pairs), truncated, _model_call(last_call))
 
     def drift_rows(
         self, agent: str, *, since: str | None = None, until: str | None = None
     ) -> list[EventRow]:
         """Events of ``agent`` that belong to a session, with ``data`` for tool, step and
-        ``llm_end`` events (enough for :func:`~agentledger.server._query.drift.session_shapes`);
+        model-call events (enough for :func:`~agentledger.server._query.drift.session_shapes`);
         ``since``/``until`` bound event timestamps.
 
-        Only tool, step and ``llm_end`` records are read (a ``CASE`` in the query), the rest
-        is labelled by its type alone."""
+        Only tool, step, ``llm_start`` (its prompt version and model) and ``llm_end`` (its
+        tokens) records are read (a ``CASE`` in the query), the rest is labelled by its type
+        alone."""
         needs_data = or_(
             events.c.event.startswith("tool_", autoescape=True),
             events.c.event.startswith("step_", autoescape=True),
-            events.c.event == "llm_end",
+            events.c.event.in_(("llm_start", "llm_end")),
         )
         query = select(
             events.c.session_id,

@@ -248,8 +248,9 @@ def state_at(
     max_events: Annotated[int, Query(ge=1, le=1_000_000)] = 1_000_000,
 ) -> Response:
     """The agent's key/value state at ``timestamp``: per key the last ``state_set`` at or
-    before it unless a later ``state_delete`` removed it (ties by ``sequence_no``), and the
-    count of the agent's events up to it."""
+    before it unless a later ``state_delete`` removed it (ties by ``sequence_no``), the
+    count of the agent's events up to it, and its last model call up to it (``model_call``:
+    the prompt version and model in effect)."""
     principal.check_agent(agent)
     at = format_ts(timestamp)
     outcome = _services(request).store.state_at(agent, at, max_events=max_events)
@@ -260,6 +261,7 @@ def state_at(
             "event_count": outcome.event_count,
             "truncated": outcome.truncated,
             "state": outcome.state,
+            "model_call": outcome.model_call,
         }
     )
 
