@@ -10,6 +10,9 @@ so a prompt change changes what the candidate does:
 * ``refuse`` makes it decline;
 * offered no tools (a plain chatbot), it answers at once.
 
+``POST /v1/responses`` plays the same agent over the Responses API (input items in, output
+items out; the cut answer is ``status: "incomplete"`` at ``max_output_tokens``).
+
 ``POST /v1/embeddings`` returns bag-of-words vectors (word hashes), so similar wording scores
 high and different wording low. ``calls`` counts the chat requests served.
 """
@@ -38,6 +41,8 @@ class ModelServer:
 
     base_url: str
     calls: list[dict[str, Any]] = field(default_factory=list)
+    #: the request paths of the model calls, in order (``/v1/chat/completions``, ``/v1/responses``)
+    paths: list[str] = field(default_factory=list)
 
 
 def _words_vector(text: str) -> list[float]:
@@ -95,6 +100,79 @@ def _reply(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _as_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """A Responses request as the chat request ``_reply`` reads."""
+    items = body.get("input")
+    messages: list[dict[str, Any]] = []
+    if body.get("instructions"):
+        messages.append({"role": "system", "content": body["instructions"]})
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    for item in items or []:
+        kind = item.get("type")
+        if kind == "function_call":
+            call = {"id": item["call_id"], "function": {"name": item["name"]}}
+            messages.append({"role": "assistant", "tool_calls": [call]})
+        elif kind == "function_call_output":
+            messages.append({"role": "tool", "tool_call_id": item["call_id"]})
+        elif item.get("role"):
+            content = item.get("content")
+            if isinstance(content, list):
+                content = " ".join(str(part.get("text") or "") for part in content)
+            messages.append({"role": item["role"], "content": content})
+    return {"messages": messages, "tools": body.get("tools"), "model": body.get("model")}
+
+
+def _response(body: dict[str, Any]) -> dict[str, Any]:
+    chat = _reply(_as_chat(body))
+    (choice,) = chat["choices"]
+    message = choice["message"]
+    output: list[dict[str, Any]] = []
+    for call in message.get("tool_calls") or []:
+        function = call["function"]
+        output.append(
+            {
+                "type": "function_call",
+                "id": "fc_" + call["id"],
+                "call_id": call["id"],
+                "name": function["name"],
+                "arguments": function["arguments"],
+                "status": "completed",
+            }
+        )
+    if message["content"]:
+        text = {"type": "output_text", "text": message["content"], "annotations": []}
+        output.append(
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "status": "completed",
+                "content": [text],
+            }
+        )
+    cut = choice["finish_reason"] == "length"
+    return {
+        "id": "resp_" + chat["id"],
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "model": chat["model"],
+        "status": "incomplete" if cut else "completed",
+        "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": body.get("tools") or [],
+        "usage": {
+            "input_tokens": 100,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 20,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 120,
+        },
+    }
+
+
 @contextmanager
 def serve() -> Iterator[ModelServer]:
     """Start the server on a free loopback port; stop it afterwards."""
@@ -109,7 +187,12 @@ def serve() -> Iterator[ModelServer]:
             body = json.loads(self.rfile.read(length) or b"{}")
             if self.path.endswith("/chat/completions"):
                 state.calls.append(body)
+                state.paths.append(self.path)
                 answer = _reply(body)
+            elif self.path.endswith("/responses"):
+                state.calls.append(body)
+                state.paths.append(self.path)
+                answer = _response(body)
             elif self.path.endswith("/embeddings"):
                 texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 answer = {
