@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from agentledger.cases import ExportResult, export_cases
 from agentledger.cli import app
+from agentledger.client import Ledger
+from agentledger.integrations.langchain import LedgerCallbackHandler
+
+from . import model_server, replay_agent
 
 pytestmark = pytest.mark.langchain
 
@@ -95,3 +100,45 @@ def _no_pipeline_run_id(monkeypatch: pytest.MonkeyPatch) -> None:
     ``cases run`` of the same factory would read the previous test's runs back."""
     for name in ("GITHUB_RUN_ID", "CI_PIPELINE_ID", "BUILDKITE_BUILD_ID", "CIRCLE_WORKFLOW_ID"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def model() -> Iterator[model_server.ModelServer]:
+    with model_server.serve() as server:
+        replay_agent.BASE_URL = server.base_url
+        yield server
+    replay_agent.BASE_URL = ""
+
+
+def record_and_export(
+    server: Any, agent: str, out: Path, sessions: list[str], record: Callable[[Ledger], None]
+) -> ExportResult:
+    """``record(ledger)`` logs ``sessions`` to the real server; they are flushed (all stored)
+    and exported as cases into ``out``."""
+    ledger = Ledger(url=server.url, api_key=server.api_key, agent=agent, spill_dir=None)
+    try:
+        record(ledger)
+        assert ledger.flush(timeout_s=10).complete
+        return export_cases(ledger, agent=agent, sessions=sessions, out=out)
+    finally:
+        ledger.close(timeout_s=5)
+
+
+@pytest.fixture
+def case_dir(
+    ledger_server: Any, model: model_server.ModelServer, agent_name: str, tmp_path: Path
+) -> Path:
+    """One production session of the refund agent (production prompt), exported as a case."""
+
+    def record(ledger: Ledger) -> None:
+        handler = LedgerCallbackHandler(ledger, session_id="prod-1")
+        agent = replay_agent.build(replay_agent.TOOLS)
+        agent.invoke(
+            {"messages": [{"role": "user", "content": "I was charged twice for order A1234"}]},
+            config={"callbacks": [handler]},
+        )
+
+    out = tmp_path / "cases"
+    result = record_and_export(ledger_server, agent_name, out, ["prod-1"], record)
+    assert len(result.files) == 1, result.skipped
+    return out

@@ -8,65 +8,21 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from agentledger.cases import ExportResult, export_cases
 from agentledger.client import Ledger
 from agentledger.integrations.langchain import LedgerCallbackHandler
 
 from . import model_server, replay_agent
-from .conftest import cli
+from .conftest import cli, record_and_export
 
 pytestmark = pytest.mark.langchain
 
 RUN = ["--factory", "cases.replay_agent:build", "--tools", "cases.replay_agent:TOOLS"]
-
-
-@pytest.fixture
-def model() -> Iterator[model_server.ModelServer]:
-    with model_server.serve() as server:
-        replay_agent.BASE_URL = server.base_url
-        yield server
-    replay_agent.BASE_URL = ""
-
-
-def _record_and_export(
-    server: Any, agent: str, out: Path, sessions: list[str], record: Callable[[Ledger], None]
-) -> ExportResult:
-    """``record(ledger)`` logs ``sessions`` to the real server; they are flushed (all stored)
-    and exported as cases into ``out``."""
-    ledger = Ledger(url=server.url, api_key=server.api_key, agent=agent, spill_dir=None)
-    try:
-        record(ledger)
-        assert ledger.flush(timeout_s=10).complete
-        return export_cases(ledger, agent=agent, sessions=sessions, out=out)
-    finally:
-        ledger.close(timeout_s=5)
-
-
-@pytest.fixture
-def case_dir(
-    ledger_server: Any, model: model_server.ModelServer, agent_name: str, tmp_path: Path
-) -> Path:
-    """One production session of the refund agent (production prompt), exported as a case."""
-
-    def record(ledger: Ledger) -> None:
-        handler = LedgerCallbackHandler(ledger, session_id="prod-1")
-        agent = replay_agent.build(replay_agent.TOOLS)
-        agent.invoke(
-            {"messages": [{"role": "user", "content": "I was charged twice for order A1234"}]},
-            config={"callbacks": [handler]},
-        )
-
-    out = tmp_path / "cases"
-    result = _record_and_export(ledger_server, agent_name, out, ["prod-1"], record)
-    assert len(result.files) == 1, result.skipped
-    return out
 
 
 def _prompt(tmp_path: Path, text: str) -> Path:
@@ -306,7 +262,7 @@ def test_a_bare_chat_model_is_a_source_and_a_candidate(
         )
 
     out = tmp_path / "cases"
-    result = _record_and_export(ledger_server, agent_name, out, ["chat-1"], record)
+    result = record_and_export(ledger_server, agent_name, out, ["chat-1"], record)
     assert len(result.files) == 1, result.skipped
     case = json.loads(result.files[0].read_text())
     assert case["inputs"] == ["Refund my duplicate charge"]
@@ -347,7 +303,7 @@ def test_a_raw_openai_sdk_chatbot_is_a_source_and_a_candidate(
         )
 
     out = tmp_path / "cases"
-    result = _record_and_export(ledger_server, agent_name, out, ["sdk-1"], record)
+    result = record_and_export(ledger_server, agent_name, out, ["sdk-1"], record)
     assert len(result.files) == 1, result.skipped
     case = json.loads(result.files[0].read_text())
     assert case["inputs"] == ["Refund my duplicate charge"]
@@ -471,7 +427,7 @@ def test_long_inputs_are_kept_whole_and_a_cut_one_is_labelled(
             chat.invoke([("user", text)], config={"callbacks": [handler]})
 
     sessions = ["long-1", "huge-1"]
-    result = _record_and_export(ledger_server, agent_name, tmp_path / "cases", sessions, record)
+    result = record_and_export(ledger_server, agent_name, tmp_path / "cases", sessions, record)
     cases = {
         json.loads(f.read_text())["source_session"]: json.loads(f.read_text()) for f in result.files
     }

@@ -5,7 +5,6 @@ built-in candidate). A real local model server and a real ``agentledger serve``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +31,6 @@ TOOL_SCHEMAS = [
     }
     for name in ("lookup_order", "verify_charge")
 ]
-
-
-@pytest.fixture
-def model() -> Iterator[model_server.ModelServer]:
-    with model_server.serve() as server:
-        yield server
 
 
 def _production_session(ledger: Ledger, base_url: str) -> None:

@@ -63,10 +63,8 @@ if TYPE_CHECKING:
         write_junit,
     )
     from agentledger.cases._runner import (
-        RunTarget,
         SpecError,
         default_run_id,
-        ledger_target,
         load_object,
         run_suite,
         suite_run_id,
@@ -86,6 +84,7 @@ if TYPE_CHECKING:
         UnexpectedToolCall,
         stub_tools,
     )
+    from agentledger.cases._target import RunTarget, ledger_target
     from agentledger.cases._vcr import record_cassette
     from agentledger.testing import EmbeddedServerError
 
@@ -206,9 +205,9 @@ _LAZY = {
     "draw_sample": "._sample",
     "parse_when": "._sample",
     "strata_table": "._sample",
-    "RunTarget": "._runner",
+    "RunTarget": "._target",
     "SpecError": "._runner",
-    "ledger_target": "._runner",
+    "ledger_target": "._target",
     "load_object": "._runner",
     "run_suite": "._runner",
     "StubRegistry": "._stubs",

@@ -9,8 +9,10 @@ an answer cannot break the layout or inject markup.
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlencode
 
-from agentledger.cases._report import SuiteReport
+from agentledger.cases._checks import RunCheck
+from agentledger.cases._report import CaseReport, SuiteReport
 
 __all__ = ["markdown_summary", "write_markdown"]
 
@@ -34,6 +36,17 @@ def _cell(text: str | None, limit: int = ANSWER_CHARS) -> str:
         .replace("|", "\\|")
         .replace("`", "\\`")
     )
+
+
+def compare_url(report: SuiteReport, case: CaseReport, run: RunCheck) -> str | None:
+    """The dashboard page showing the run beside the production session it replays, when the
+    ledger's URL and both sessions are known."""
+    session = run.extra.get("session_id")
+    if not report.ledger_url or not case.source_session or not isinstance(session, str):
+        return None
+    query = {"a": case.source_session, "agent_a": case.source_agent or "", "b": session}
+    query["agent_b"] = report.agent or ""
+    return f"{report.ledger_url.rstrip('/')}/ui/compare?{urlencode(query)}"
 
 
 def markdown_summary(report: SuiteReport) -> str:
@@ -92,15 +105,18 @@ def markdown_summary(report: SuiteReport) -> str:
         lines += [
             "### Answers, lowest similarity first",
             "",
-            "| case | run | similarity | finish | source answer | candidate answer |",
-            "|---|---|---|---|---|---|",
+            "| case | run | similarity | finish | source answer | candidate answer | compare |",
+            "|---|---|---|---|---|---|---|",
         ]
         for score, case, index, run in pairs[:PAIRS_SHOWN]:
             shown = f"{score:.3f}" if isinstance(score, float) else "—"
+            link = compare_url(report, case, run)
+            # the URL's query is percent-encoded: no pipe, bracket or space can break the cell
+            compare = f"[side by side]({link})" if link else "—"
             lines.append(
                 f"| {_cell(case.case_id, 80)} | {index} | {shown} | "
                 f"{_cell(run.extra.get('finish_reason'), 40)} | {_cell(case.source_answer)} | "
-                f"{_cell(run.answer)} |"
+                f"{_cell(run.answer)} | {compare} |"
             )
         lines.append("")
     return "\n".join(lines)

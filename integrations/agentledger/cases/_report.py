@@ -93,6 +93,9 @@ class CaseReport:
     runs: list[RunCheck] = field(default_factory=list)
     checks: dict[str, CheckStats] = field(default_factory=dict)
     source_answer: str | None = None
+    #: the production session the case was exported from, and its agent
+    source_session: str | None = None
+    source_agent: str | None = None
 
     def add(self, run: RunCheck) -> None:
         """Count one run."""
@@ -190,6 +193,8 @@ class CaseReport:
             ],
             "first_divergence": None if found is None else divergence_json(found[0] + 1, found[1]),
             "source_answer": self.source_answer,
+            "source_session": self.source_session,
+            "source_agent": self.source_agent,
             "run_details": [
                 {
                     "run": i + 1,

@@ -9,11 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -35,14 +33,13 @@ from agentledger.cases._lineage import run_effects
 from agentledger.cases._model import Case
 from agentledger.cases._report import CaseReport, SuiteReport
 from agentledger.cases._stubs import StubRegistry, stub_tools
-from agentledger.client import EventRef, Ledger, resolve_api_key, resolve_ci_run_id
+from agentledger.cases._target import RunTarget, ledger_target
+from agentledger.client import EventRef, Ledger, resolve_ci_run_id
 from agentledger.integrations.langchain import LedgerCallbackHandler
-from agentledger.testing import EmbeddedServer
 
 __all__ = ["RunTarget", "SpecError", "ledger_target", "load_object", "run_suite"]
 
 #: Agent name the runs are logged under (``--agent``).
-DEFAULT_RUN_AGENT = "agentledger-cases"
 
 #: ``custom_event`` name logged when a run has finished (answered or crashed): a re-run with the
 #: same run id reads such runs back instead of running them again.
@@ -97,48 +94,6 @@ class _KeyedLog:
             caused_by=caused_by,
             scope_id=scope_id,
         )
-
-
-@dataclass
-class RunTarget:
-    """Where runs are logged: a ledger client and its URL."""
-
-    ledger: Ledger
-    url: str
-
-
-@contextmanager
-def ledger_target(
-    url: str | None = None, api_key: str | None = None, agent: str = DEFAULT_RUN_AGENT
-) -> Iterator[RunTarget]:
-    """A ledger for the runs: the server at ``url``, or an embedded throwaway one.
-
-    Raises:
-        SpecError: ``url`` without an API key (argument or ``AGENTLEDGER_API_KEY``).
-        EmbeddedServerError: the embedded server did not start (``agentledger.testing``,
-            re-exported by ``agentledger.cases``).
-    """
-    if url is not None:
-        key = resolve_api_key(api_key)
-        if not key:
-            raise SpecError("--url needs --api-key (or AGENTLEDGER_API_KEY)")
-        ledger = Ledger(url=url, api_key=key, agent=agent, spill_dir=None, redact=False)
-        try:
-            yield RunTarget(ledger, url)
-        finally:
-            ledger.close(timeout_s=10.0)
-        return
-    with (
-        tempfile.TemporaryDirectory(prefix="agentledger-cases-") as tmp,
-        EmbeddedServer(Path(tmp) / "ledger.db") as server,
-    ):
-        ledger = Ledger(
-            url=server.url, api_key=server.api_key, agent=agent, spill_dir=None, redact=False
-        )
-        try:
-            yield RunTarget(ledger, server.url)
-        finally:
-            ledger.close(timeout_s=10.0)
 
 
 def suite_run_id(run_id: str) -> str:
@@ -213,11 +168,16 @@ def run_once(
     registry = StubRegistry(case, case_dir, passthrough_urls=(target.url,))
     prefix = f"{suite_id}/{run}/{case.case_id}" + (f"/a{attempt}" if attempt > 1 else "")
     keyed = _KeyedLog(target.ledger, prefix)
-    handler = LedgerCallbackHandler(
-        keyed,
-        session_id=session_id,
-        metadata={"case_id": case.case_id, "case_run": run, "suite_id": suite_id},
-    )
+    # on every event the handler logs and on the closing mark: the dashboard links a run to
+    # the production session it replays through them
+    run_metadata = {
+        "case_id": case.case_id,
+        "case_run": run,
+        "suite_id": suite_id,
+        "source_session": case.source_session,
+        "source_agent": case.source_agent,
+    }
+    handler = LedgerCallbackHandler(keyed, session_id=session_id, metadata=run_metadata)
     error: str | None = None
     started = time.perf_counter()
     try:
@@ -260,6 +220,7 @@ def run_once(
             },
         },
         session_id=session_id,
+        metadata=run_metadata,
         idempotency_key=f"{prefix}/complete",
     )
     return session_id, registry, duration_ms, error
@@ -393,7 +354,9 @@ def run_suite(
         check_embed = embed_fn or "auto"
     else:
         embed_fn = embed
-    report = SuiteReport(suite_id, runs, ledger_url=target.url, agent=target.ledger.agent)
+    # a temporary embedded ledger is gone when the suite ends: nothing to link to
+    ledger_url = target.url if target.kept else None
+    report = SuiteReport(suite_id, runs, ledger_url=ledger_url, agent=target.ledger.agent)
     similarity = SimilarityStats(embedder_name) if embed is not None else None
     memo: dict[tuple[str, str], float] = {}
     finish_reasons: list[str | None] = []
@@ -401,7 +364,13 @@ def run_suite(
     done = 0
     ran: list[tuple[Case, list[_Run], CaseReport]] = []
     for path, case in cases:
-        case_report = CaseReport(case.case_id, str(path), source_answer=case.source_answer)
+        case_report = CaseReport(
+            case.case_id,
+            str(path),
+            source_answer=case.source_answer,
+            source_session=case.source_session,
+            source_agent=case.source_agent,
+        )
         pending: list[_Run] = []
         ran.append((case, pending, case_report))
         for run in range(1, runs + 1):

@@ -19,7 +19,7 @@ from agentledger.protocol import LedgerError
 
 if TYPE_CHECKING:
     from agentledger.cases._model import Case
-    from agentledger.cases._runner import RunTarget
+    from agentledger.cases._target import RunTarget
 
 __all__ = [
     "LIBRARY_NAMES",
@@ -69,7 +69,8 @@ class _Shared:
         self.tools: list[Any] | None = None
 
     def prepare(self) -> RunTarget:
-        from agentledger.cases._runner import ledger_target, load_object
+        from agentledger.cases._runner import load_object
+        from agentledger.cases._target import ledger_target
 
         opt = self.config.getoption
         if self.factory is None:

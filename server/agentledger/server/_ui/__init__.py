@@ -32,6 +32,7 @@ def mount(app: FastAPI) -> None:
     try:
         import jinja2
 
+        from agentledger.server._ui._compare import router as compare_router
         from agentledger.server._ui._lineage_pages import router as lineage_router
         from agentledger.server._ui._pages import duration, router, url_segment
         from agentledger.server._ui._present import pretty_json, without_data
@@ -61,4 +62,5 @@ def mount(app: FastAPI) -> None:
     app.state.ui_templates = env
     app.include_router(router)
     app.include_router(lineage_router)
+    app.include_router(compare_router)
     app.mount("/ui/static", StaticFiles(directory=STATIC_DIR), name="ui-static")

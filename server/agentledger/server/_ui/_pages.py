@@ -27,6 +27,7 @@ from agentledger.server._ui._present import (
     EventView,
     flatten_tree,
     format_duration_ms,
+    replay_source,
     session_stats,
     view_events,
 )
@@ -275,6 +276,7 @@ async def session_page(
             session_id=session_id,
             agent=agent,
             stats=session_stats(views),
+            replay=replay_source(events),
             rows=shown,
             tree=tree,
             tree_total=tree_total,

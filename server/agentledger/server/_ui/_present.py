@@ -20,12 +20,14 @@ from agentledger.protocol import vocabulary as v
 
 __all__ = [
     "EventView",
+    "Replay",
     "SessionStats",
     "TreeRow",
     "flatten_tree",
     "format_duration_ms",
     "parse_time",
     "pretty_json",
+    "replay_source",
     "session_stats",
     "summarize",
     "view_events",
@@ -343,3 +345,27 @@ def flatten_tree(
             lines.append(TreeRow(row, depth, min(depth, MAX_DRAWN_DEPTH), len(kids)))
         stack.extend((kid, depth + 1) for kid in reversed(kids))
     return lines, len(seen)
+
+
+@dataclass(slots=True)
+class Replay:
+    """Where a replay run came from (``metadata`` of its events)."""
+
+    source_session: str
+    source_agent: str | None
+    case_id: str | None
+
+
+def replay_source(events: Sequence[Mapping[str, Any]]) -> Replay | None:
+    """The session a replay run replays, from the first event whose metadata names it."""
+    for event in events:
+        meta = event.get("metadata")
+        if isinstance(meta, Mapping) and isinstance(meta.get("source_session"), str):
+            agent = meta.get("source_agent")
+            case = meta.get("case_id")
+            return Replay(
+                meta["source_session"],
+                agent if isinstance(agent, str) else None,
+                case if isinstance(case, str) else None,
+            )
+    return None
