@@ -49,7 +49,8 @@ class TraceState:
     session_id: str
     user_event: str | None = None
     last_answer: str | None = None
-    model_calls: int = 0
+    user_key: tuple[int, str] | None = None
+    answered: bool = False
     pending: list[PendingCall] = field(default_factory=list)
     calls: dict[str, PendingCall] = field(default_factory=dict)
     results: dict[str, str] = field(default_factory=dict)
@@ -194,7 +195,12 @@ class Recorder:
             else:
                 parent = scope
             state.steps[span.span_id] = self._log(
-                state, v.STEP_START, step, parent, causes, scope,
+                state,
+                v.STEP_START,
+                step,
+                parent,
+                causes,
+                scope,
                 _time(span.started_at),
             )
 
@@ -227,24 +233,32 @@ class Recorder:
         else:
             self._log(state, v.STEP_END, data, start, timestamp=_time(span.ended_at))
 
-    def _user_message(self, state: TraceState, call: ModelCall, scope: str | None) -> None:
-        for item in reversed(call.input):
-            if isinstance(item, Mapping) and item.get("role") == "user" and not item.get("type") in (
-                "function_call_output",
-            ):
-                text = content_text(item.get("content"))
-                state.user_event = self._log(
-                    state, v.USER_MESSAGE, {"text": text, "role": "user"}, state.last_answer,
-                    scope_id=scope,
-                )
-                return
+    def _user_message(self, state: TraceState, call: ModelCall, scope: str | None) -> bool:
+        """Log the input's user turn when it is new: the input ends with it and it is not the
+        turn logged last, or that turn was answered already (a second run in the trace)."""
+        if not call.input:
+            return False
+        item = call.input[-1]
+        if not isinstance(item, Mapping) or item.get("role") != "user":
+            return False
+        text = content_text(item.get("content"))
+        key = (len(call.input), text)
+        if state.user_event is not None and key == state.user_key and not state.answered:
+            return False
+        state.user_event = self._log(
+            state,
+            v.USER_MESSAGE,
+            {"text": text, "role": "user"},
+            state.last_answer,
+            scope_id=scope,
+        )
+        state.user_key, state.answered = key, False
+        return True
 
     def _model_end(self, state: TraceState, span: Any, kind: str) -> None:
         call = read_model_call(kind, span.span_data)
         scope = self._scope(state, span)
-        if state.model_calls == 0 and state.user_event is None:
-            self._user_message(state, call, scope)
-        state.model_calls += 1
+        new_turn = self._user_message(state, call, scope)
         reads: list[str] = []
         for item in call.input:
             if not isinstance(item, Mapping) or item.get("type") != "function_call_output":
@@ -253,7 +267,7 @@ class Recorder:
             if result is not None and result not in state.read:
                 reads.append(result)
         state.read.update(reads)
-        if not reads and state.model_calls == 1 and state.user_event is not None:
+        if not reads and new_turn and state.user_event is not None:
             reads.append(state.user_event)
         start: dict[str, Any] = {
             "model": call.model,
@@ -270,8 +284,13 @@ class Recorder:
         if results:
             start["tool_result_ids"] = results
         start_id = self._log(
-            state, v.LLM_START, start, reads[-1] if reads else scope,
-            [(r, v.EDGE_READ) for r in reads], scope, _time(span.started_at),
+            state,
+            v.LLM_START,
+            start,
+            reads[-1] if reads else scope,
+            [(r, v.EDGE_READ) for r in reads],
+            scope,
+            _time(span.started_at),
         )
         error = getattr(span, "error", None)
         if error:
@@ -279,11 +298,16 @@ class Recorder:
             detail = failure.get("data") if isinstance(failure, Mapping) else None
             detail = detail if isinstance(detail, Mapping) else {}
             self._log(
-                state, v.LLM_ERROR,
-                {"error": str(detail.get("message") or failure.get("message") or failure),
-                 "type": str(detail.get("name") or "Error"),
-                 "duration_ms": _duration_ms(span)},
-                start_id, scope_id=scope, timestamp=_time(span.ended_at),
+                state,
+                v.LLM_ERROR,
+                {
+                    "error": str(detail.get("message") or failure.get("message") or failure),
+                    "type": str(detail.get("name") or "Error"),
+                    "duration_ms": _duration_ms(span),
+                },
+                start_id,
+                scope_id=scope,
+                timestamp=_time(span.ended_at),
             )
             return
         end: dict[str, Any] = {
@@ -303,19 +327,30 @@ class Recorder:
         )
         for requested in call.calls:
             event_id = self._log(
-                state, v.TOOL_CALL,
-                {"tool": requested.name, "args": parse_args(requested.arguments),
-                 "call_id": requested.call_id},
-                end_id, [(end_id, v.EDGE_REQUESTED)], scope,
+                state,
+                v.TOOL_CALL,
+                {
+                    "tool": requested.name,
+                    "args": parse_args(requested.arguments),
+                    "call_id": requested.call_id,
+                },
+                end_id,
+                [(end_id, v.EDGE_REQUESTED)],
+                scope,
             )
             pending = PendingCall(requested, event_id)
             state.pending.append(pending)
             state.calls[requested.call_id] = pending
         if not call.calls:
             state.last_answer = self._log(
-                state, v.ASSISTANT_RESPONSE, {"text": call.text}, end_id,
-                [(end_id, v.EDGE_PRODUCED)], scope,
+                state,
+                v.ASSISTANT_RESPONSE,
+                {"text": call.text},
+                end_id,
+                [(end_id, v.EDGE_PRODUCED)],
+                scope,
             )
+            state.answered = True
 
     def _take_pending(
         self, state: TraceState, match: Callable[[PendingCall], bool]
@@ -330,8 +365,10 @@ class Recorder:
         name, arguments = data.name, data.input
         pending = self._take_pending(
             state,
-            lambda p: p.call.name == name
-            and (arguments is None or parse_args(p.call.arguments) == parse_args(arguments)),
+            lambda p: (
+                p.call.name == name
+                and (arguments is None or parse_args(p.call.arguments) == parse_args(arguments))
+            ),
         ) or self._take_pending(state, lambda p: p.call.name == name)
         scope = self._scope(state, span)
         parent = pending.event_id if pending else None
@@ -342,21 +379,34 @@ class Recorder:
             detail = failure.get("data") if isinstance(failure, Mapping) else None
             message = detail.get("error") if isinstance(detail, Mapping) else None
             event = self._log(
-                state, v.TOOL_ERROR,
-                {"tool": name, "call_id": call_id,
-                 "error": str(message or failure.get("message") or failure),
-                 "type": str(failure.get("message") or "Error"),
-                 "result": plain(data.output),
-                 "handled": data.output is not None,
-                 "duration_ms": _duration_ms(span)},
-                parent, scope_id=scope, timestamp=_time(span.ended_at),
+                state,
+                v.TOOL_ERROR,
+                {
+                    "tool": name,
+                    "call_id": call_id,
+                    "error": str(message or failure.get("message") or failure),
+                    "type": str(failure.get("message") or "Error"),
+                    "result": plain(data.output),
+                    "handled": data.output is not None,
+                    "duration_ms": _duration_ms(span),
+                },
+                parent,
+                scope_id=scope,
+                timestamp=_time(span.ended_at),
             )
         else:
             event = self._log(
-                state, v.TOOL_RESULT,
-                {"tool": name, "call_id": call_id, "result": plain(data.output),
-                 "duration_ms": _duration_ms(span)},
-                parent, scope_id=scope, timestamp=_time(span.ended_at),
+                state,
+                v.TOOL_RESULT,
+                {
+                    "tool": name,
+                    "call_id": call_id,
+                    "result": plain(data.output),
+                    "duration_ms": _duration_ms(span),
+                },
+                parent,
+                scope_id=scope,
+                timestamp=_time(span.ended_at),
             )
         if call_id is not None:
             state.results[call_id] = event
@@ -376,8 +426,12 @@ class Recorder:
             "duration_ms": _duration_ms(span),
         }
         event = self._log(
-            state, v.TOOL_RESULT, result, pending.event_id if pending else None,
-            scope_id=scope, timestamp=_time(span.ended_at),
+            state,
+            v.TOOL_RESULT,
+            result,
+            pending.event_id if pending else None,
+            scope_id=scope,
+            timestamp=_time(span.ended_at),
         )
         if pending is not None:
             state.results[pending.call.call_id] = event

@@ -100,8 +100,11 @@ def _output_of(items: Sequence[Any]) -> tuple[str, list[RequestedCall]]:
             if isinstance(call_id, str):
                 name = item.get("name")
                 calls.append(
-                    RequestedCall(call_id, name if isinstance(name, str) else "tool",
-                                  str(item.get("arguments") or ""))
+                    RequestedCall(
+                        call_id,
+                        name if isinstance(name, str) else "tool",
+                        str(item.get("arguments") or ""),
+                    )
                 )
         elif item.get("type") == "message":
             for part in item.get("content") or ():
@@ -123,8 +126,11 @@ def _chat_output_of(messages: Sequence[Any]) -> tuple[str, list[RequestedCall]]:
             function = call.get("function") if isinstance(call, Mapping) else None
             if isinstance(function, Mapping) and isinstance(call.get("id"), str):
                 calls.append(
-                    RequestedCall(call["id"], str(function.get("name") or "tool"),
-                                  str(function.get("arguments") or ""))
+                    RequestedCall(
+                        call["id"],
+                        str(function.get("name") or "tool"),
+                        str(function.get("arguments") or ""),
+                    )
                 )
     return "".join(texts), calls
 
