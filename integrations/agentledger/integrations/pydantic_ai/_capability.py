@@ -114,8 +114,13 @@ class LedgerCapability(AbstractCapability[Any]):
             causal = cast("CausalLedgerLike", self._ledger)
             scope = run.step if run.step != parent_id else None
             return causal.log(
-                event, data, session_id=run.session_id, parent_id=parent_id,
-                metadata=self._metadata, caused_by=list(caused_by), scope_id=scope,
+                event,
+                data,
+                session_id=run.session_id,
+                parent_id=parent_id,
+                metadata=self._metadata,
+                caused_by=list(caused_by),
+                scope_id=scope,
             ).event_id
         return self._ledger.log(
             event, data, session_id=run.session_id, parent_id=parent_id, metadata=self._metadata
@@ -181,8 +186,11 @@ class LedgerCapability(AbstractCapability[Any]):
     def _model_start(self, run: _Run, request: ModelRequestContext) -> None:
         reads: list[str] = []
         user_parts = [
-            p for m in request.messages if isinstance(m, ModelRequest)
-            for p in m.parts if isinstance(p, UserPromptPart)
+            p
+            for m in request.messages
+            if isinstance(m, ModelRequest)
+            for p in m.parts
+            if isinstance(p, UserPromptPart)
         ]
         if len(user_parts) > run.seen_user_parts:
             run.seen_user_parts = len(user_parts)
@@ -202,8 +210,11 @@ class LedgerCapability(AbstractCapability[Any]):
                         reads.append(result)
         run.read.update(reads)
         system = [
-            p.content for m in request.messages if isinstance(m, ModelRequest)
-            for p in m.parts if isinstance(p, SystemPromptPart)
+            p.content
+            for m in request.messages
+            if isinstance(m, ModelRequest)
+            for p in m.parts
+            if isinstance(p, SystemPromptPart)
         ]
         instructions = last.instructions if isinstance(last, ModelRequest) else None
         if instructions:
@@ -226,7 +237,10 @@ class LedgerCapability(AbstractCapability[Any]):
         if results:
             data["tool_result_ids"] = results
         run.llm_start = self._log(
-            run, v.LLM_START, data, reads[-1] if reads else run.step,
+            run,
+            v.LLM_START,
+            data,
+            reads[-1] if reads else run.step,
             [(r, v.EDGE_READ) for r in reads],
         )
         run.started_s = time.perf_counter()
@@ -263,16 +277,20 @@ class LedgerCapability(AbstractCapability[Any]):
             if part.tool_name in output_tools:
                 args = part.args_as_dict()
                 run.last_answer = self._log(
-                    run, v.ASSISTANT_RESPONSE,
+                    run,
+                    v.ASSISTANT_RESPONSE,
                     {"text": json.dumps(args, default=str), "structured": args},
-                    end, [(end, v.EDGE_PRODUCED)],
+                    end,
+                    [(end, v.EDGE_PRODUCED)],
                 )
                 answered = True
                 continue
             run.calls[part.tool_call_id] = self._log(
-                run, v.TOOL_CALL,
+                run,
+                v.TOOL_CALL,
                 {"tool": part.tool_name, "args": part.args_as_dict(), "call_id": part.tool_call_id},
-                end, [(end, v.EDGE_REQUESTED)],
+                end,
+                [(end, v.EDGE_REQUESTED)],
             )
         if not calls and not answered:
             run.last_answer = self._log(
@@ -285,7 +303,9 @@ class LedgerCapability(AbstractCapability[Any]):
         with capture_internal_exceptions("pydantic_ai.on_model_request_error"):
             run = self._run(ctx)
             self._log(
-                run, v.LLM_ERROR, {"error": str(error), "type": type(error).__name__},
+                run,
+                v.LLM_ERROR,
+                {"error": str(error), "type": type(error).__name__},
                 run.llm_start,
             )
         raise error
@@ -304,7 +324,8 @@ class LedgerCapability(AbstractCapability[Any]):
         with capture_internal_exceptions("pydantic_ai.after_tool_execute"):
             run = self._run(ctx)
             event = self._log(
-                run, v.TOOL_RESULT,
+                run,
+                v.TOOL_RESULT,
                 {"tool": call.tool_name, "call_id": call.tool_call_id, "result": _plain(result)},
                 run.calls.get(call.tool_call_id),
             )
@@ -323,9 +344,14 @@ class LedgerCapability(AbstractCapability[Any]):
         with capture_internal_exceptions("pydantic_ai.on_tool_execute_error"):
             run = self._run(ctx)
             event = self._log(
-                run, v.TOOL_ERROR,
-                {"tool": call.tool_name, "call_id": call.tool_call_id, "error": str(error),
-                 "type": type(error).__name__},
+                run,
+                v.TOOL_ERROR,
+                {
+                    "tool": call.tool_name,
+                    "call_id": call.tool_call_id,
+                    "error": str(error),
+                    "type": type(error).__name__,
+                },
                 run.calls.get(call.tool_call_id),
             )
             run.results[call.tool_call_id] = event
