@@ -218,3 +218,31 @@ def test_session_id_option_overrides(ledger: Ledger, stored: Read) -> None:
     finally:
         agents.set_trace_processors([])
     assert {e["session_id"] for e in stored().events} == {"ticket-Agent workflow"}
+
+
+def test_instrument_agents_adds_the_processor_beside_the_others(
+    ledger: Ledger, stored: Read
+) -> None:
+    """README, "Integrations": the Agents SDK's instrument takes the ledger and the shared
+    options (its trace processors are global, so there is no target)."""
+    import inspect
+
+    import agents
+
+    from agentledger.integrations import openai_agents
+
+    for name in ("session_id", "metadata", "max_scopes"):
+        assert inspect.signature(openai_agents.instrument).parameters[name].default is None
+    agents.set_trace_processors([])
+    processor = openai_agents.instrument(ledger, session_id="fixed", metadata={"app": "t"})
+    try:
+        agent, config, _ = support_agent()
+        Runner.run_sync(agent, "where is order 42?", run_config=config)
+    finally:
+        agents.set_trace_processors([])
+    assert isinstance(processor, LedgerTracingProcessor)
+    events = stored()
+    assert {e["session_id"] for e in events.events} == {"fixed"}
+    assert all(e["metadata"] == {"app": "t"} for e in events.events)
+    with pytest.raises(ValueError):
+        LedgerTracingProcessor(ledger, max_scopes=0)

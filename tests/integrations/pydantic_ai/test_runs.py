@@ -203,3 +203,30 @@ def test_a_broken_server_neither_breaks_nor_slows_the_run(
     finally:
         broken.close(timeout_s=0.1)
     assert with_ledger < baseline + 0.5, (baseline, with_ledger)
+
+
+async def test_instrument_wraps_an_agent_for_every_kind_of_run(
+    ledger: Ledger, stored: Read
+) -> None:
+    """README, "Integrations": (target, ledger) plus session_id=, metadata=, max_scopes=."""
+    from agentledger.integrations.pydantic_ai import instrument
+
+    from ..shape import assert_one_shape
+
+    assert_one_shape("agentledger.integrations.pydantic_ai")
+    plain = Agent(FunctionModel(script, stream_function=stream_script), name="support")
+
+    @plain.tool_plain
+    def lookup_order(order_id: str) -> str:
+        return f"order {order_id} shipped"
+
+    recorded = instrument(plain, ledger, session_id="ticket-8")
+    assert (await recorded.run("where is order 42?")).output == "Order 42 has shipped."
+    async with recorded.run_stream("where is order 42?") as run:
+        assert await run.get_output() == "Order 42 has shipped."
+    await plain.run("where is order 42?")  # the agent itself is not changed
+    events = stored()
+    assert len(events.of("assistant_response")) == 2
+    assert {e["session_id"] for e in events.events} == {"ticket-8"}
+    with pytest.raises(TypeError):
+        instrument(object(), ledger)  # type: ignore[arg-type]

@@ -16,10 +16,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agentledger.integrations._shared import LedgerLike, max_scopes_option, missing_extra
+from agentledger.integrations._shared import (
+    LedgerLike,
+    UnsupportedTargetError,
+    max_scopes_option,
+    missing_extra,
+)
 
 try:
-    import pydantic_ai  # noqa: F401
+    from pydantic_ai.agent import AbstractAgent, WrapperAgent
 except ImportError as error:
     raise missing_extra(__name__, "pydantic-ai") from error
 
@@ -29,21 +34,43 @@ __all__ = ["LedgerCapability", "SessionOption", "instrument"]
 
 
 def instrument(
+    target: AbstractAgent[Any, Any],
     ledger: LedgerLike,
     *,
     session_id: SessionOption = None,
     metadata: Mapping[str, Any] | None = None,
     max_scopes: int | None = None,
-) -> LedgerCapability:
-    """A :class:`LedgerCapability` to pass as ``capabilities=[...]`` to ``Agent(...)`` (every
-    run) or to one ``run`` / ``run_sync`` / ``run_stream`` / ``iter`` call.
+) -> AbstractAgent[Any, Any]:
+    """``target`` wrapped so that every run of it is recorded: a ``WrapperAgent`` whose runs
+    (``run``, ``run_sync``, ``run_stream``, ``iter``) get a :class:`LedgerCapability` added.
+    The agent itself is not changed; to record it wherever it runs, give the capability to
+    ``Agent(..., capabilities=[LedgerCapability(ledger)])`` instead.
 
     Raises:
+        TypeError: ``target`` is not a Pydantic AI agent (an ``UnsupportedTargetError``).
         ValueError: ``max_scopes`` is below 1 (an ``InvalidOptionError``).
     """
-    return LedgerCapability(
+    if not isinstance(target, AbstractAgent):
+        raise UnsupportedTargetError(
+            f"instrument() takes a pydantic_ai agent, not {type(target).__name__}"
+        )
+    capability = LedgerCapability(
         ledger,
         session_id=session_id,
         metadata=metadata,
         max_scopes=max_scopes_option(max_scopes, stacklevel=3),
     )
+    return _RecordedAgent(target, capability)
+
+
+class _RecordedAgent(WrapperAgent[Any, Any]):
+    """``wrapped`` with a :class:`LedgerCapability` added to every run (through ``iter``,
+    which ``run``, ``run_sync``, ``run_stream`` and ``run_stream_events`` go through)."""
+
+    def __init__(self, wrapped: AbstractAgent[Any, Any], capability: LedgerCapability) -> None:
+        super().__init__(wrapped)
+        self.ledger_capability = capability
+
+    def iter(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["capabilities"] = [*(kwargs.get("capabilities") or ()), self.ledger_capability]
+        return super().iter(*args, **kwargs)
