@@ -16,8 +16,9 @@ nox.options.error_on_missing_interpreters = True
 
 PYTHON = "3.11"
 SOURCES = ["core_client", "server", "integrations"]
-MAIN_EXTRAS = ".[server,postgres,langchain,mcp,similarity,dev,openai,openai-agents,pydantic-ai]"
-LINT_EXTRAS = ".[server,postgres,langchain,mcp,similarity,dev,openai,openai-agents,pydantic-ai,docs]"
+FRAMEWORKS = "langchain,mcp,similarity,openai,openai-agents,pydantic-ai"
+MAIN_EXTRAS = f".[server,postgres,dev,{FRAMEWORKS}]"
+LINT_EXTRAS = f".[server,postgres,dev,docs,{FRAMEWORKS}]"
 
 
 def _pytest(session: nox.Session, *args: str) -> None:
