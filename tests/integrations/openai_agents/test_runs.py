@@ -246,3 +246,22 @@ def test_instrument_agents_adds_the_processor_beside_the_others(
     assert all(e["metadata"] == {"app": "t"} for e in events.events)
     with pytest.raises(ValueError):
         LedgerTracingProcessor(ledger, max_scopes=0)
+
+
+def test_import_without_the_sdk_names_the_extra() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['agents'] = None\n"
+        "from agentledger.protocol import LedgerError\n"
+        "try:\n"
+        "    import agentledger.integrations.openai_agents\n"
+        "except ImportError as error:\n"
+        "    assert isinstance(error, LedgerError), type(error)\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "pip install 'agentledger[openai-agents]'" in done.stdout

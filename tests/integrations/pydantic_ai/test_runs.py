@@ -230,3 +230,22 @@ async def test_instrument_wraps_an_agent_for_every_kind_of_run(
     assert {e["session_id"] for e in events.events} == {"ticket-8"}
     with pytest.raises(TypeError):
         instrument(object(), ledger)  # type: ignore[arg-type]
+
+
+def test_import_without_the_framework_names_the_extra() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['pydantic_ai'] = None\n"
+        "from agentledger.protocol import LedgerError\n"
+        "try:\n"
+        "    import agentledger.integrations.pydantic_ai\n"
+        "except ImportError as error:\n"
+        "    assert isinstance(error, LedgerError), type(error)\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "pip install 'agentledger[pydantic-ai]'" in done.stdout
