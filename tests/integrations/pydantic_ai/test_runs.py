@@ -249,3 +249,57 @@ def test_import_without_the_framework_names_the_extra() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert "pip install 'agentledger[pydantic-ai]'" in done.stdout
+
+
+def _retrying_script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    calls = sum(1 for m in messages if isinstance(m, ModelResponse))
+    if calls < 2:
+        return ModelResponse(
+            parts=[ToolCallPart("lookup_order", {"order_id": "42"}, tool_call_id=f"call-{calls}")]
+        )
+    return ModelResponse(parts=[TextPart("Order 42 has shipped.")])
+
+
+def test_a_tool_asking_for_a_retry_is_a_tool_error_the_next_call_reads(
+    ledger: Ledger, stored: Read
+) -> None:
+    from pydantic_ai import ModelRetry
+
+    agent: Agent[None, str] = Agent(
+        FunctionModel(_retrying_script), capabilities=[LedgerCapability(ledger)]
+    )
+    tries: list[str] = []
+
+    @agent.tool_plain
+    def lookup_order(order_id: str) -> str:
+        tries.append(order_id)
+        if len(tries) == 1:
+            raise ModelRetry("the order service is busy, try again")
+        return f"order {order_id} shipped"
+
+    assert agent.run_sync("where is order 42?").output == "Order 42 has shipped."
+    events = stored()
+    error = events.one("tool_error")
+    assert events.parent(error)["data"]["call_id"] == "call-0"
+    assert error["data"]["type"] == "ModelRetry"
+    second = events.of("llm_start")[1]
+    assert second["parent_id"] == error["event_id"]
+    result = events.one("tool_result")
+    assert events.parent(result)["data"]["call_id"] == "call-1"
+    assert events.of("llm_start")[2]["parent_id"] == result["event_id"]
+
+
+def test_a_tool_that_raises_fails_the_run_and_is_recorded(ledger: Ledger, stored: Read) -> None:
+    agent: Agent[None, str] = Agent(FunctionModel(script), capabilities=[LedgerCapability(ledger)])
+
+    @agent.tool_plain
+    def lookup_order(order_id: str) -> str:
+        raise LookupError(f"no order {order_id}")
+
+    with pytest.raises(LookupError):
+        agent.run_sync("where is order 42?")
+    events = stored()
+    error = events.one("tool_error")
+    assert error["data"]["type"] == "LookupError"
+    assert events.parent(error) == events.one("tool_call")
+    assert events.one("step_error")["data"]["type"] == "LookupError"

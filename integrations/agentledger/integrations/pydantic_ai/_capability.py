@@ -205,6 +205,8 @@ class LedgerCapability(AbstractCapability[Any]):
         if isinstance(last, ModelRequest):
             for part in last.parts:
                 if isinstance(part, ToolReturnPart | RetryPromptPart) and part.tool_call_id:
+                    if part.tool_call_id not in run.results:
+                        self._outcome(run, part)
                     result = run.results.get(part.tool_call_id)
                     if result is not None and result not in run.read:
                         reads.append(result)
@@ -244,6 +246,24 @@ class LedgerCapability(AbstractCapability[Any]):
             [(r, v.EDGE_READ) for r in reads],
         )
         run.started_s = time.perf_counter()
+
+    def _outcome(self, run: _Run, part: ToolReturnPart | RetryPromptPart) -> None:
+        """A tool outcome the execute hooks never saw (``ModelRetry``, arguments that failed
+        validation, a denied call): the part the request returns is its outcome."""
+        call = run.calls.get(part.tool_call_id)
+        if call is None:
+            return
+        content = part.content if isinstance(part.content, str) else _plain(part.content)
+        outcome = getattr(part, "outcome", "retried")
+        data: dict[str, Any] = {"tool": part.tool_name, "call_id": part.tool_call_id}
+        if isinstance(part, ToolReturnPart) and outcome == "success":
+            run.results[part.tool_call_id] = self._log(
+                run, v.TOOL_RESULT, {**data, "result": _plain(content)}, call
+            )
+            return
+        data.update(error=content, type="ModelRetry" if outcome == "retried" else str(outcome))
+        data["handled"] = True
+        run.results[part.tool_call_id] = self._log(run, v.TOOL_ERROR, data, call)
 
     async def after_model_request(
         self,
