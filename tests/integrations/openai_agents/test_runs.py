@@ -265,3 +265,25 @@ def test_import_without_the_sdk_names_the_extra() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert "pip install 'agentledger[openai-agents]'" in done.stdout
+
+
+def test_an_input_guardrail_is_a_guardrail_step(
+    processor: LedgerTracingProcessor, ledger: Ledger, stored: Read
+) -> None:
+    from agents import GuardrailFunctionOutput, InputGuardrailTripwireTriggered, input_guardrail
+
+    @input_guardrail
+    def no_refunds(ctx: Any, agent: Any, text: Any) -> GuardrailFunctionOutput:
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered="refund" in str(text))
+
+    agent, config, _ = support_agent()
+    agent.input_guardrails = [no_refunds]
+    with pytest.raises(InputGuardrailTripwireTriggered):
+        Runner.run_sync(agent, "refund order 42", run_config=config)
+    events = stored()
+    start = events.one("step_start", kind="guardrail")
+    assert start["data"]["name"] == "no_refunds"
+    end = events.one("step_end", kind="guardrail")
+    assert events.parent(end) == start and end["data"]["triggered"] is True
+    # it ran before any model output told the user's message: inside (and under) the agent step
+    assert start["parent_id"] == events.one("step_start", kind="agent")["event_id"]
