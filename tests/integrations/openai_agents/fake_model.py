@@ -150,3 +150,45 @@ class ScriptedProvider(ModelProvider):
         if model_name is None:
             return next(iter(self.models.values()))
         return self.models[model_name]
+
+
+@dataclass
+class ChatShapedModel(ScriptedModel):
+    """The same script, reported the way the SDK's Chat Completions model reports a call: a
+    ``generation`` span with the request's messages, the reply message and usage."""
+
+    async def get_response(  # type: ignore[override]
+        self,
+        system_instructions: str | None,
+        input: Any,
+        model_settings: ModelSettings,
+        tools: list[Any],
+        output_schema: Any,
+        handoffs: list[Any],
+        tracing: ModelTracing,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        from agents.models.chatcmpl_converter import Converter
+        from agents.tracing import generation_span
+
+        self.inputs.append(input)
+        messages = Converter.items_to_messages(input)
+        if system_instructions:
+            messages.insert(0, {"role": "system", "content": system_instructions})
+        with generation_span(model=self.name, input=messages) as span:
+            response = self._response(system_instructions, [*tools, *handoffs])
+            reply: dict[str, Any] = {"role": "assistant", "content": None}
+            for item in response.output:
+                if item.type == "function_call":
+                    reply.setdefault("tool_calls", []).append(
+                        {
+                            "id": item.call_id,
+                            "type": "function",
+                            "function": {"name": item.name, "arguments": item.arguments},
+                        }
+                    )
+                else:
+                    reply["content"] = item.content[0].text
+            span.span_data.output = [reply]
+            span.span_data.usage = {"input_tokens": self.tokens[0], "output_tokens": self.tokens[1]}
+            return ModelResponse(output=response.output, usage=self._usage(), response_id=None)

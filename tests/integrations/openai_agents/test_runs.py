@@ -287,3 +287,29 @@ def test_an_input_guardrail_is_a_guardrail_step(
     assert events.parent(end) == start and end["data"]["triggered"] is True
     # it ran before any model output told the user's message: inside (and under) the agent step
     assert start["parent_id"] == events.one("step_start", kind="agent")["event_id"]
+
+
+def test_a_chat_completions_shaped_model_has_the_same_causes(
+    processor: LedgerTracingProcessor, ledger: Ledger, stored: Read
+) -> None:
+    from .fake_model import ChatShapedModel
+
+    model = ChatShapedModel(
+        [[call("lookup_order", {"order_id": "42"}, "call-1")], say("Order 42 has shipped.")]
+    )
+    agent = Agent(name="support", instructions="You help customers.", tools=[lookup_order])
+    agent.model = MODEL
+    config = RunConfig(model_provider=ScriptedProvider({MODEL: model}))
+    assert Runner.run_sync(agent, "where is order 42?", run_config=config).final_output
+    events = stored()
+    first, second = events.of("llm_start")
+    assert first["data"]["api"] == "generation"
+    assert first["data"]["system_prompt"] == "You help customers."
+    assert first["parent_id"] == events.one("user_message")["event_id"]
+    assert events.parent(events.one("tool_call"))["event"] == "llm_end"
+    assert second["parent_id"] == events.one("tool_result")["event_id"]
+    end = events.of("llm_end")[0]
+    assert end["data"]["token_usage"]["input_tokens"] == 20
+    assert end["data"]["token_usage"]["model"] == MODEL
+    answer = events.one("assistant_response")
+    assert answer["data"]["text"] == "Order 42 has shipped."

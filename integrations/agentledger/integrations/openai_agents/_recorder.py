@@ -261,9 +261,16 @@ class Recorder:
         new_turn = self._user_message(state, call, scope)
         reads: list[str] = []
         for item in call.input:
-            if not isinstance(item, Mapping) or item.get("type") != "function_call_output":
+            # a Responses function_call_output, or a Chat Completions tool message
+            if not isinstance(item, Mapping):
                 continue
-            result = state.results.get(str(item.get("call_id")))
+            if item.get("type") == "function_call_output":
+                call_id = item.get("call_id")
+            elif item.get("role") == "tool":
+                call_id = item.get("tool_call_id")
+            else:
+                continue
+            result = state.results.get(str(call_id))
             if result is not None and result not in state.read:
                 reads.append(result)
         state.read.update(reads)
