@@ -313,3 +313,20 @@ def test_a_chat_completions_shaped_model_has_the_same_causes(
     assert end["data"]["token_usage"]["model"] == MODEL
     answer = events.one("assistant_response")
     assert answer["data"]["text"] == "Order 42 has shipped."
+
+
+def test_an_mcp_tool_listing_is_an_mcp_step(
+    processor: LedgerTracingProcessor, ledger: Ledger, stored: Read
+) -> None:
+    from agents.tracing import agent_span, mcp_tools_span
+
+    with trace("listing", group_id="mcp-1"), agent_span("support"):
+        with mcp_tools_span(server="files", result=["read_file", "list_dir"]):
+            pass
+    events = stored()
+    start = events.one("step_start", kind="mcp")
+    assert start["data"] == {"name": "list_tools", "kind": "mcp", "server": "files"}
+    end = events.one("step_end", kind="mcp")
+    assert events.parent(end) == start and end["data"]["tools"] == ["read_file", "list_dir"]
+    assert start["parent_id"] == events.one("step_start", kind="agent")["event_id"]
+    assert {e["session_id"] for e in events.events} == {"mcp-1"}
