@@ -321,8 +321,9 @@ def test_an_mcp_tool_listing_is_an_mcp_step(
     from agents.tracing import agent_span, mcp_tools_span
 
     with trace("listing", group_id="mcp-1"), agent_span("support"):
-        with mcp_tools_span(server="files", result=["read_file", "list_dir"]):
-            pass
+        listing = mcp_tools_span(server="files", result=["read_file", "list_dir"])
+        listing.start()
+        listing.finish()
     events = stored()
     start = events.one("step_start", kind="mcp")
     assert start["data"] == {"name": "list_tools", "kind": "mcp", "server": "files"}
