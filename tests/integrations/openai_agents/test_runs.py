@@ -331,3 +331,25 @@ def test_an_mcp_tool_listing_is_an_mcp_step(
     assert events.parent(end) == start and end["data"]["tools"] == ["read_file", "list_dir"]
     assert start["parent_id"] == events.one("step_start", kind="agent")["event_id"]
     assert {e["session_id"] for e in events.events} == {"mcp-1"}
+
+
+def test_a_trace_opened_before_the_processor_was_added_is_adopted(
+    ledger: Ledger, stored: Read
+) -> None:
+    import agents
+
+    agents.set_trace_processors([])
+
+    async def main() -> None:
+        with trace("support workflow", group_id="late-1"):
+            agents.set_trace_processors([LedgerTracingProcessor(ledger)])
+            agent, config, _ = support_agent()
+            await Runner.run(agent, "where is order 42?", run_config=config)
+
+    try:
+        asyncio.run(main())
+    finally:
+        agents.set_trace_processors([])
+    events = stored()
+    assert {e["session_id"] for e in events.events} == {"late-1"}
+    assert_round_trip(events, ledger)

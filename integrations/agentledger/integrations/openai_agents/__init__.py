@@ -60,6 +60,7 @@ class LedgerTracingProcessor(TracingProcessor):
             session_id=session_id,
             metadata=metadata,
             max_scopes=max_scopes_option(max_scopes, stacklevel=3),
+            current_trace=agents.get_current_trace,
         )
 
     @property

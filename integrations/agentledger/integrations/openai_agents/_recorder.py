@@ -90,8 +90,10 @@ class Recorder:
         session_id: SessionOption,
         metadata: Mapping[str, Any] | None,
         max_scopes: int,
+        current_trace: Callable[[], Any] = lambda: None,
     ) -> None:
         self._ledger = ledger
+        self._current_trace = current_trace
         self._causal = accepts_keywords(ledger.log, "caused_by", "scope_id")
         self._timed = accepts_keywords(ledger.log, "timestamp")
         self._session_option = session_id
@@ -161,11 +163,14 @@ class Recorder:
 
     def trace_start(self, trace: Any) -> None:
         with self._lock:
-            trace_id = str(trace.trace_id)
-            self._traces[trace_id] = TraceState(self._session_of(trace))
-            while len(self._traces) > self._max:
-                self._traces.popitem(last=False)
-                self.evicted += 1
+            self._open(trace)
+
+    def _open(self, trace: Any) -> TraceState:
+        state = self._traces[str(trace.trace_id)] = TraceState(self._session_of(trace))
+        while len(self._traces) > self._max:
+            self._traces.popitem(last=False)
+            self.evicted += 1
+        return state
 
     def trace_end(self, trace: Any) -> None:
         with self._lock:
@@ -177,7 +182,11 @@ class Recorder:
         with self._lock:
             state = self._state(str(span.trace_id))
             if state is None:
-                return
+                # a trace opened before the processor was added: adopt it while it is current
+                trace = self._current_trace()
+                if trace is None or str(trace.trace_id) != str(span.trace_id):
+                    return
+                state = self._open(trace)
             state.span_parents[span.span_id] = span.parent_id
             data = span.span_data
             if data.type != "agent":
