@@ -16,8 +16,9 @@ nox.options.error_on_missing_interpreters = True
 
 PYTHON = "3.11"
 SOURCES = ["core_client", "server", "integrations"]
-MAIN_EXTRAS = ".[server,postgres,langchain,mcp,similarity,dev,openai]"
-LINT_EXTRAS = ".[server,postgres,langchain,mcp,similarity,dev,openai,docs]"
+FRAMEWORKS = "langchain,mcp,similarity,openai,openai-agents,pydantic-ai"
+MAIN_EXTRAS = f".[server,postgres,dev,{FRAMEWORKS}]"
+LINT_EXTRAS = f".[server,postgres,dev,docs,{FRAMEWORKS}]"
 
 
 def _pytest(session: nox.Session, *args: str) -> None:
@@ -51,8 +52,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Server, client, LangChain/LangGraph, OpenAI SDK, MCP and packaging tests (SQLite and
-    PostgreSQL)."""
+    """Server, client, LangChain/LangGraph, OpenAI SDK, OpenAI Agents SDK, Pydantic AI, MCP and
+    packaging tests (SQLite and PostgreSQL)."""
     # langchain-openai: the prompt-change tests drive ChatOpenAI against a local model server
     session.install("-e", MAIN_EXTRAS, "langchain-openai>=1.1")
     _pytest(

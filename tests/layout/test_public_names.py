@@ -127,6 +127,13 @@ PUBLIC_BEFORE: dict[str, tuple[str, ...]] = {
         "instrument",
         "instrument_openai",
     ),
+    "agentledger.integrations.openai_agents": (
+        "LedgerTracingProcessor",
+        "SessionOption",
+        "instrument",
+        "instrument_agents",
+    ),
+    "agentledger.integrations.pydantic_ai": ("LedgerCapability", "SessionOption", "instrument"),
     "agentledger.integrations.mcp": (
         "SERVER_NAME",
         "TOOL_NAMES",
@@ -154,6 +161,8 @@ EXTRA_OF = {
     "agentledger.integrations.livekit": "livekit",
     "agentledger.integrations.langchain": "langchain",
     "agentledger.integrations.openai": "openai",
+    "agentledger.integrations.openai_agents": "openai-agents",
+    "agentledger.integrations.pydantic_ai": "pydantic-ai",
     "agentledger.integrations.mcp": "mcp",
 }
 
