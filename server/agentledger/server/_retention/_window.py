@@ -45,8 +45,8 @@ def parse_window(text: str) -> int:
 
 
 def format_window(seconds: int) -> str:
-    """The shortest text for ``seconds`` in the largest unit that divides it (``30d``)."""
-    for unit in ("w", "d", "h", "m"):
+    """``seconds`` in the largest of ``d``, ``h``, ``m`` that divides it (``30d``, ``90m``)."""
+    for unit in ("d", "h", "m"):
         if seconds % _UNITS[unit] == 0:
             return f"{seconds // _UNITS[unit]}{unit}"
     return f"{seconds}s"
