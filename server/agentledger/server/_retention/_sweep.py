@@ -89,7 +89,9 @@ class SweepOutcome:
 def _rules(conn: Any, only: str | None) -> list[tuple[str, str, int]]:
     """``(agent, rule, keep_seconds)`` for every known agent that a policy covers."""
     table = retention_policies
-    policies = dict(conn.execute(select(table.c.agent, table.c.keep_seconds)).tuples().all())
+    policies = {
+        agent: keep for agent, keep in conn.execute(select(table.c.agent, table.c.keep_seconds))
+    }
     query = select(agents.c.agent).order_by(agents.c.agent)
     if only is not None:
         query = query.where(agents.c.agent == only)

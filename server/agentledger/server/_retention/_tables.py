@@ -3,7 +3,7 @@ and the erasure log the sweep writes in the same transaction as the tombstones."
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Index, Integer, String, Table, Text
+from sqlalchemy import BigInteger, Column, Index, Integer, String, Table, Text
 
 from agentledger.protocol.limits import MAX_AGENT_CHARS
 from agentledger.server._tables import metadata
@@ -18,7 +18,7 @@ retention_policies = Table(
     "retention_policies",
     metadata,
     Column("agent", String(MAX_AGENT_CHARS), primary_key=True),
-    Column("keep_seconds", Integer, nullable=False),
+    Column("keep_seconds", BigInteger, nullable=False),
     Column("updated_at", String(32), nullable=False),
 )
 
@@ -34,7 +34,7 @@ erasure_log = Table(
     Column("trigger", String(16), nullable=False),
     Column("agent", String(MAX_AGENT_CHARS), nullable=False),
     Column("rule", String(16), nullable=False),
-    Column("keep_seconds", Integer, nullable=False),
+    Column("keep_seconds", BigInteger, nullable=False),
     Column("cutoff", String(32), nullable=False),
     Column("erased", Integer, nullable=False),
     Column("oldest", String(32), nullable=False),

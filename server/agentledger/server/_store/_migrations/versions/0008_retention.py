@@ -24,7 +24,7 @@ def upgrade() -> None:
     op.create_table(
         "retention_policies",
         sa.Column("agent", sa.String(255), primary_key=True),
-        sa.Column("keep_seconds", sa.Integer, nullable=False),
+        sa.Column("keep_seconds", sa.BigInteger, nullable=False),
         sa.Column("updated_at", sa.String(32), nullable=False),
     )
     op.create_table(
@@ -35,7 +35,7 @@ def upgrade() -> None:
         sa.Column("trigger", sa.String(16), nullable=False),
         sa.Column("agent", sa.String(255), nullable=False),
         sa.Column("rule", sa.String(16), nullable=False),
-        sa.Column("keep_seconds", sa.Integer, nullable=False),
+        sa.Column("keep_seconds", sa.BigInteger, nullable=False),
         sa.Column("cutoff", sa.String(32), nullable=False),
         sa.Column("erased", sa.Integer, nullable=False),
         sa.Column("oldest", sa.String(32), nullable=False),
