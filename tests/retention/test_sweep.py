@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from _servers import ServerFactory
+from _stores import POSTGRES_ONLY
 
 from ._helpers import ago, chain, erased, set_keep, write
 
@@ -99,3 +100,29 @@ def test_dry_run_counts_and_changes_nothing(server_factory: ServerFactory, store
         assert client.delete(f"/v1/retention/policies/{agent}").json()["removed"] is True
         policies = client.get("/v1/retention/policies").json()
         assert agent not in {p["agent"] for p in policies["policies"]}
+
+
+@POSTGRES_ONLY
+def test_two_servers_on_one_postgres_erase_each_event_once(
+    server_factory: ServerFactory, store_db: str
+) -> None:
+    env = {"AGENTLEDGER_RETENTION_INTERVAL_S": "0.2", "AGENTLEDGER_RETENTION_BATCH": "7"}
+    first = server_factory(db=store_db, env=env)
+    second = server_factory(db=store_db, env=env)
+    agent = f"twin-{uuid.uuid4().hex[:6]}"
+    with httpx.Client(base_url=first.url, headers=first.headers(), timeout=30) as client:
+        old = write(client, agent, [ago(days=2, minutes=n) for n in range(120)], "s-old")
+        keep = write(client, agent, [ago(minutes=1)], "s-new")
+        response = set_keep(client, agent, "1d")
+        assert response.status_code == 200, response.text
+        with httpx.Client(base_url=second.url, headers=second.headers(), timeout=30) as other:
+            # both processes run the scheduled sweep; manual runs race them as well
+            for _ in range(3):
+                assert other.post("/v1/retention/run", json={"agent": agent}).status_code == 200
+        wait_for(lambda: chain(client, agent)["erased"] == len(old))
+        time.sleep(0.6)
+        log = client.get("/v1/retention/log", params={"agent": agent, "limit": 1000}).json()
+        assert sum(e["erased"] for e in log["entries"]) == len(old)  # no event logged twice
+        report = chain(client, agent)
+        assert report["intact"] is True and report["erased"] == len(old), report
+        assert not erased(client, keep[0])
