@@ -1,4 +1,5 @@
-"""``agentledger retention ...`` and ``agentledger forget --cases-dir`` on a real server: set,
+"""``agentledger retention ...`` and ``agentledger forget --cases-dir`` on a real server (README
+"Retention", "Command line"): set,
 list, dry run, run, log; the case files exported from erased sessions (or, for forget, from
 the subject's sessions) are deleted and listed, the others stay (docs/pages/retention.md,
 "Case files")."""

@@ -1,4 +1,5 @@
-"""Retention end to end on a real ``agentledger serve`` (SQLite and PostgreSQL): the scheduled
+"""Retention end to end on a real ``agentledger serve`` (SQLite and PostgreSQL; README
+"Retention"): the scheduled
 sweep erases events older than the window to tombstones, the chain still verifies, the
 per-agent policy beats the default, the dry run changes nothing, the log says what/when/rule
 (docs/pages/retention.md)."""
