@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import typer
 from rich.table import Table
@@ -20,7 +21,6 @@ from agentledger.cli._output import fail, missing_extra
 from agentledger.cli._output import open_ledger as _ledger
 from agentledger.cli.options import JsonOpt, KeyOpt, UrlOpt
 from agentledger.client import Ledger
-from agentledger.client._calls import Call, _seg
 
 __all__ = ["retention_app", "scrub_subject_cases"]
 
@@ -41,14 +41,15 @@ _OPTIONS = {"keep": "--keep", "agent": "--agent"}
 
 
 def _call(ledger: Ledger, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-    call: Call[dict[str, Any]] = Call(method, path, lambda body: dict(body or {}), **kwargs)
-    return ledger._request(call)
+    return ledger.call_route(method, path, **kwargs)
 
 
 def _target(agent: str | None, default: bool) -> str:
     if default == (agent is not None):
         raise fail("name exactly one of --agent NAME or --default", 2)
-    return "/v1/retention/default" if default else f"/v1/retention/policies/{_seg(agent or '')}"
+    if default:
+        return "/v1/retention/default"
+    return f"/v1/retention/policies/{quote(agent or '', safe='')}"
 
 
 @retention_app.command("set")
