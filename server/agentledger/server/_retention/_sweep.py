@@ -237,7 +237,9 @@ def sweep(
     Args:
         agent: only this agent (its own policy, else the default).
         batch: events per write transaction.
-        pause_s: the pause between batches (the writer lock is free meanwhile).
+        pause_s: the pause between batches (the writer lock is free meanwhile); when a
+            writer of this process holds the lock right after a batch, the pause is as long
+            as the batch took.
         trigger: ``schedule`` (the background job) or ``request`` (the run route), logged.
         should_stop: polled between batches; ``True`` ends the sweep (server shutdown).
     """
@@ -252,16 +254,20 @@ def sweep(
         else:
             after: tuple[str, int] | None = None
             while not should_stop():
+                started = time.monotonic()
                 done = _batch(
                     store, search, rule, after, batch=batch, run_id=outcome.run_id, trigger=trigger
                 )
+                took = time.monotonic() - started
                 if done is None:
                     outcome.yielded = True
                     break
                 count, after = done
                 if count < batch:
                     break
-                time.sleep(pause_s)
+                # a writer took the lock the moment the batch let go: give it as long as the
+                # batch held the lock, so ingest keeps at least half of the writer's time
+                time.sleep(max(pause_s, took) if store.writer_busy() else pause_s)
         if rule.erased:
             outcome.agents.append(rule)
         if outcome.yielded or should_stop():
