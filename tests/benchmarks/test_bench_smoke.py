@@ -29,6 +29,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
         ("bench_redaction.py", "redact(), every pattern"),
         ("bench_client.py", "100,000 events, server down (closed port)"),
         ("bench_agents_adapters.py", "OpenAI Agents SDK"),
+        ("bench_retention.py", "SQLite: sweep erasure rate"),
         pytest.param(
             "bench_lineage.py",
             "SQLite: why(answer), 1,000-event causal DAG",

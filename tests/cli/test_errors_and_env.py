@@ -140,7 +140,7 @@ def test_the_readme_table_names_every_command_and_each_exists(cli: Cli) -> None:
     }
     assert named == {
         "why", "impact", "replay", "search", "forget", "at", "baseline", "sessions",
-        "agents", "verify", "export", "import", "tail", "keys",
+        "agents", "verify", "export", "import", "tail", "keys", "retention",
     }  # fmt: skip
     assert set(ENV_ONLY) - {"cases export"} <= named | {"import"}
     for command in sorted(named):

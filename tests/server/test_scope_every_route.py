@@ -277,6 +277,38 @@ ROUTES: dict[str, Row] = {
     ),
     "GET /v1/keys": Row(ADMIN, P("/v1/keys"), [P("/v1/keys")]),
     "DELETE /v1/keys/{key_id}": Row(ADMIN, P("/v1/keys/key_spare"), [P("/v1/keys/key_b")]),
+    # -- retention: admin only (a 100-year window: the twins' events stay)
+    "GET /v1/retention/policies": Row(
+        ADMIN, P("/v1/retention/policies"), [P("/v1/retention/policies")], admin_sees_b=()
+    ),
+    "PUT /v1/retention/policies/{agent}": Row(
+        ADMIN,
+        P("/v1/retention/policies/{A}", {"keep": "36500d"}),
+        [P("/v1/retention/policies/{B}", {"keep": "36500d"})],
+    ),
+    "DELETE /v1/retention/policies/{agent}": Row(
+        ADMIN,
+        P("/v1/retention/policies/{A}"),
+        [P("/v1/retention/policies/{B}")],
+        admin_sees_b=(),
+    ),
+    "PUT /v1/retention/default": Row(
+        ADMIN,
+        P("/v1/retention/default", {"keep": "36500d"}),
+        [P("/v1/retention/default", {"keep": "36500d"})],
+        admin_sees_b=(),
+    ),
+    "DELETE /v1/retention/default": Row(
+        ADMIN, P("/v1/retention/default"), [P("/v1/retention/default")], admin_sees_b=()
+    ),
+    "POST /v1/retention/run": Row(
+        ADMIN,
+        P("/v1/retention/run", {"dry_run": True, "agent": "{A}"}),
+        [P("/v1/retention/run", {"dry_run": True, "agent": "{B}"})],
+    ),
+    "GET /v1/retention/log": Row(
+        ADMIN, P("/v1/retention/log?agent={A}"), [P("/v1/retention/log?agent={B}")]
+    ),
     # -- dashboard pages: the same scoping as the API they read through
     "GET /ui/": Row(
         PAGE,

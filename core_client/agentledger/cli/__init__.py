@@ -21,6 +21,7 @@ from agentledger.cli._cases_forget import cases_forget
 from agentledger.cli._demo_commands import demo
 from agentledger.cli._keys_commands import keys_app
 from agentledger.cli._mcp_commands import mcp, mcp_proxy
+from agentledger.cli._retention import retention_app
 from agentledger.cli._server_commands import keys_admin, serve
 
 __all__ = ["app", "main"]
@@ -38,6 +39,7 @@ _client_commands.register(app)
 _query_commands.register(app)
 _memory_commands.register(app)
 app.add_typer(keys_app, name="keys")
+app.add_typer(retention_app, name="retention")
 app.command("serve")(serve)
 app.command("keys-admin")(keys_admin)
 app.command("demo")(demo)

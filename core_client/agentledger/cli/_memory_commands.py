@@ -11,6 +11,7 @@ up without a change here.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import orjson
@@ -23,6 +24,7 @@ from agentledger.cli._output import check_agent_known, fail
 from agentledger.cli._output import console as _console
 from agentledger.cli._output import dump as _dump
 from agentledger.cli._output import open_ledger as _ledger
+from agentledger.cli._retention import scrub_subject_cases
 from agentledger.cli.options import AgentOpt, JsonOpt, KeyOpt, UrlOpt
 
 __all__ = ["register"]
@@ -100,12 +102,23 @@ def forget(
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Erase without asking (needed off a terminal).")
     ] = False,
+    cases_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--cases-dir",
+            help="Also delete the case files exported from VALUE's sessions.",
+            show_default=False,
+        ),
+    ] = None,
     url: UrlOpt = None,
     api_key: KeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Erase an agent's events holding KEY == VALUE (in data or metadata) and rename the
-    sessions named after VALUE; --dry-run shows what would change."""
+    sessions named after VALUE; --dry-run shows what would change. --cases-dir DIR also
+    deletes the regression case files whose subject is VALUE (as ``cases forget``)."""
+    if cases_dir is not None and not cases_dir.exists():
+        raise fail(f"--cases-dir: {cases_dir} does not exist", 2)
     with _ledger(
         url, api_key, agent, options={"filter_key": "KEY", "filter_value": "VALUE"}
     ) as ledger:
@@ -124,6 +137,8 @@ def forget(
         if not result.deleted_events:
             check_agent_known(ledger, ledger.agent)
     answer = result.raw
+    if cases_dir is not None:
+        answer = {**answer, "cases": scrub_subject_cases(cases_dir, value, dry_run=dry_run)}
     if as_json:
         _dump(answer)
         return

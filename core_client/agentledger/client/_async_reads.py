@@ -344,3 +344,23 @@ class AsyncLedgerReads(BaseLedger):
             NotFoundError: no such key.
         """
         await self._request(self._call_revoke_key(key_id))
+
+    async def call_route(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+    ) -> dict[str, Any]:
+        """A JSON request to a route the client has no method of its own for (the CLI's
+        ``retention`` commands use it for ``/v1/retention``), with the same retries and
+        error mapping as every read; returns the JSON object answered.
+
+        Raises:
+            TransportError: no answer; APIStatusError: an error status.
+        """
+        call: Call[dict[str, Any]] = Call(
+            method, path, lambda body: dict(body or {}), params=params, json=json
+        )
+        return await self._request(call)

@@ -32,7 +32,13 @@ if TYPE_CHECKING:
         build_case,
         export_cases,
     )
-    from agentledger.cases._forget import CaseErasure, ErasedCase, forget_cases, subject_ref_of
+    from agentledger.cases._forget import (
+        CaseErasure,
+        ErasedCase,
+        forget_cases,
+        forget_sessions,
+        subject_ref_of,
+    )
     from agentledger.cases._gate import GateOptions, GateResult, SimilarityStats
     from agentledger.cases._histogram import baseline_scores, write_histogram
     from agentledger.cases._markdown import markdown_summary, write_markdown
@@ -135,6 +141,7 @@ __all__ = [
     "draw_sample",
     "export_cases",
     "forget_cases",
+    "forget_sessions",
     "http_embedder",
     "ledger_target",
     "load_baseline",
@@ -191,6 +198,7 @@ _LAZY = {
     "CaseErasure": "._forget",
     "ErasedCase": "._forget",
     "forget_cases": "._forget",
+    "forget_sessions": "._forget",
     "subject_ref_of": "._forget",
     "ChainBrokenError": "._export",
     "ExportResult": "._export",

@@ -19,6 +19,8 @@ from :class:`Settings`.
 | ``AGENTLEDGER_PG_POOL_SIZE`` | ``pg_pool_size`` | ``10`` | PostgreSQL connections per process |
 | ``AGENTLEDGER_PG_STATEMENT_TIMEOUT_S`` | ``pg_statement_timeout_s`` | ``30`` | statement/lock s |
 | ``AGENTLEDGER_MODEL_PRICES`` | ``model_prices`` | unset | JSON/TOML file of model prices |
+| ``AGENTLEDGER_RETENTION_INTERVAL_S`` | ``retention_interval_s`` | ``3600`` | sweep period; 0 off |
+| ``AGENTLEDGER_RETENTION_BATCH`` | ``retention_batch`` | ``500`` | events per sweep transaction |
 | ``AGENTLEDGER_EMBEDDINGS_URL`` | ``embeddings.url`` | unset | ``…/v1`` or ``…/embeddings`` |
 | ``AGENTLEDGER_EMBEDDINGS_MODEL`` | ``embeddings.model`` | unset | required with the URL |
 | ``AGENTLEDGER_EMBEDDINGS_API_KEY`` | ``embeddings.api_key`` | unset | bearer key, never logged |
@@ -150,6 +152,9 @@ class Settings:
         embeddings: the embeddings endpoint (``None``: semantic and hybrid search off).
         model_prices: a JSON or TOML file of model prices (USD per million tokens) that
             extends or overrides the shipped table (``_query/prices.py``); read at start-up.
+        retention_interval_s: seconds between two retention sweeps of the background job
+            (``0``: no scheduled sweep; ``POST /v1/retention/run`` still works).
+        retention_batch: events erased per write transaction of a sweep (1..10000).
     """
 
     db: str = "agentledger.db"
@@ -168,6 +173,8 @@ class Settings:
     pg_statement_timeout_s: float = 30.0
     embeddings: EmbeddingConfig | None = None
     model_prices: str | None = None
+    retention_interval_s: float = 3600.0
+    retention_batch: int = 500
 
     def __post_init__(self) -> None:
         unknown = set(self.redact_patterns) - PATTERN_NAMES
@@ -179,6 +186,11 @@ class Settings:
             raise ValueError("max_json_depth must be between 2 and 512")
         if self.pg_pool_size < 1 or self.pg_statement_timeout_s <= 0:
             raise ValueError("pg_pool_size must be >= 1 and pg_statement_timeout_s > 0")
+        if self.retention_interval_s < 0 or not 1 <= self.retention_batch <= 10_000:
+            raise ValueError(
+                "AGENTLEDGER_RETENTION_INTERVAL_S must be >= 0 and "
+                "AGENTLEDGER_RETENTION_BATCH between 1 and 10000"
+            )
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -204,6 +216,8 @@ class Settings:
             "pg_statement_timeout_s": _env_number("AGENTLEDGER_PG_STATEMENT_TIMEOUT_S", 30),
             "embeddings": EmbeddingConfig.from_env(),
             "model_prices": os.environ.get("AGENTLEDGER_MODEL_PRICES", "").strip() or None,
+            "retention_interval_s": _env_number("AGENTLEDGER_RETENTION_INTERVAL_S", 3600),
+            "retention_batch": int(_env_number("AGENTLEDGER_RETENTION_BATCH", 500)),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

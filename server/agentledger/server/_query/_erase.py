@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from sqlalchemy import ColumnElement, and_, bindparam, delete, or_, select, update
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, delete, or_, select, update
 
 from agentledger.server._query._pseudonyms import find_sessions, rename_sessions
 from agentledger.server._query.forget import SEARCHED, ForgetMatcher, prefilters
@@ -18,7 +18,7 @@ from agentledger.server._store._rows import IN_CHUNK
 from agentledger.server._store._sql import SQLStore
 from agentledger.server._tables import event_embeddings, events
 
-__all__ = ["ForgetOutcome", "forget"]
+__all__ = ["ForgetOutcome", "forget", "write_tombstones"]
 
 
 @dataclass(slots=True)
@@ -36,6 +36,44 @@ class ForgetOutcome:
     sessions_renamed: list[str] = field(default_factory=list)
     #: events kept but rewritten with their session's pseudonym
     events_amended: int = 0
+
+
+def write_tombstones(
+    conn: Connection,
+    search: SearchBackend,
+    marks: list[dict[str, Any]],
+    ids: list[int],
+    *,
+    index: bool = True,
+) -> tuple[int, int]:
+    """Turn the rows ``ids`` into tombstones inside the caller's write transaction (after
+    ``search.erase_prepare(conn)``): ``marks`` holds one ``{"row_id", "mark", "session"}`` per
+    row (the erasure mark of :meth:`~agentledger.server._chain.ChainHasher.erasure_mark` and
+    the session id the tombstone keeps). Deletes the rows' embeddings and full-text index
+    rows (``index=False``: the caller calls ``search.erase_in_transaction`` itself later);
+    returns ``(embeddings deleted, index rows deleted)``. Shared by forget and the
+    retention sweep (:mod:`agentledger.server._retention`)."""
+    # one statement: each tombstone gets its own erasure mark (in ``fingerprint``)
+    if marks:
+        conn.execute(
+            update(events)
+            .where(events.c.id == bindparam("row_id"))
+            .values(
+                record=None,
+                checksum=None,
+                fingerprint=bindparam("mark"),
+                idempotency_key=None,
+                session_id=bindparam("session"),
+            ),
+            marks,
+        )
+    embeddings = 0
+    for start in range(0, len(ids), IN_CHUNK):
+        chunk = ids[start : start + IN_CHUNK]
+        embeddings += conn.execute(
+            delete(event_embeddings).where(event_embeddings.c.id.in_(chunk))
+        ).rowcount
+    return embeddings, search.erase_in_transaction(conn, ids) if index else 0
 
 
 def forget(
@@ -118,25 +156,8 @@ def forget(
             return outcome
         if not ids and not renames.names:
             return outcome
-        # one statement: each tombstone gets its own erasure mark (in ``fingerprint``)
-        if marks:
-            conn.execute(
-                update(events)
-                .where(events.c.id == bindparam("row_id"))
-                .values(
-                    record=None,
-                    checksum=None,
-                    fingerprint=bindparam("mark"),
-                    idempotency_key=None,
-                    session_id=bindparam("session"),
-                ),
-                marks,
-            )
-        for start in range(0, len(ids), IN_CHUNK):
-            chunk = ids[start : start + IN_CHUNK]
-            outcome.embeddings_deleted += conn.execute(
-                delete(event_embeddings).where(event_embeddings.c.id.in_(chunk))
-            ).rowcount
-        outcome.index_rows_deleted = search.erase_in_transaction(conn, ids)
+        embeddings, index_rows = write_tombstones(conn, search, marks, ids)
+        outcome.embeddings_deleted += embeddings
+        outcome.index_rows_deleted = index_rows
     search.erase_finish()
     return outcome
