@@ -79,3 +79,72 @@ def test_signed_head_verifies_stores_and_publishes(tmp_path: Path) -> None:
     ring.rotate()
     _verify(ring, head)  # an old head still verifies after rotation
     store.close()
+
+
+def test_published_head_catches_a_rewritten_ledger(tmp_path: Path) -> None:
+    """Rewrite event 2 in the database file and recompute every later link, seal and the
+    agent head: the chain verifies on its own, the published head's anchor does not."""
+    import sqlite3
+
+    import orjson
+    from fastapi.testclient import TestClient
+
+    from agentledger.server._auth import new_key
+    from agentledger.server._chain import ChainHasher
+
+    db = str(tmp_path / "l.db")
+    app = create_app(Settings(db=db))
+    _write(app, "victim", 5)
+    signer = HeadSigner(
+        app.state.store, Keyring(str(tmp_path / "k.json")), HeadPublisher(str(tmp_path / "p"), None)
+    )
+    signer.sign("victim")
+    app.state.store.close()
+
+    hasher = ChainHasher(None)
+    con = sqlite3.connect(db)
+    rows = con.execute(
+        "SELECT sequence_no, record, received_at, importance FROM events "
+        "WHERE agent = 'victim' ORDER BY sequence_no"
+    ).fetchall()
+    previous = None
+    for seq, record, received_at, importance in rows:
+        rec = orjson.loads(record)
+        if seq == 2:
+            rec["data"] = {"i": "rewritten"}
+        body = orjson.dumps(rec, option=orjson.OPT_SORT_KEYS)
+        link = hasher.link(previous, body)
+        con.execute(
+            "UPDATE events SET record = ?, checksum = ?, chain_hash = ?, seal = ? "
+            "WHERE agent = 'victim' AND sequence_no = ?",
+            (
+                body,
+                hasher.checksum(body),
+                link,
+                hasher.column_seal(link, received_at, importance),
+                seq,
+            ),
+        )
+        previous = link
+    con.execute("UPDATE agents SET last_hash = ? WHERE agent = 'victim'", (previous,))
+    con.commit()
+    con.close()
+
+    app = create_app(Settings(db=db))
+    raw, record = new_key(name="t", agent=None, scope="read_only", expires_in_days=None)
+    app.state.store.create_key(record)
+    auth = {"Authorization": f"Bearer {raw}"}
+    with TestClient(app) as client:
+        plain = client.get("/v1/events/chain", params={"agent": "victim"}, headers=auth).json()
+        assert plain["problems"] == []  # the rewrite is consistent on its own
+        (head,) = read_published(tmp_path / "p", "victim")
+        anchored = client.get(
+            "/v1/events/chain",
+            params={
+                "agent": "victim",
+                "after_seq": head["sequence_no"],
+                "anchor": head["chain_hash"],
+            },
+            headers=auth,
+        ).json()
+    assert [p["kind"] for p in anchored["problems"]] == ["anchor_mismatch"]
