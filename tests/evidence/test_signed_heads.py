@@ -148,3 +148,14 @@ def test_published_head_catches_a_rewritten_ledger(tmp_path: Path) -> None:
             headers=auth,
         ).json()
     assert [p["kind"] for p in anchored["problems"]] == ["anchor_mismatch"]
+
+
+def test_signing_keys_route_lists_the_key_file(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    keys = tmp_path / "custom-keys.json"
+    app = create_app(Settings(db=str(tmp_path / "l.db"), signing_keys=str(keys)))
+    with TestClient(app) as client:
+        listed = client.get("/v1/signing-keys").json()["keys"]
+    assert [k["key_id"] for k in listed] == [Keyring(str(keys)).active_id]
+    assert "private_key" not in listed[0] and len(listed[0]["fingerprint"]) == 64

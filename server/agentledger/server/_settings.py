@@ -19,6 +19,7 @@ from :class:`Settings`.
 | ``AGENTLEDGER_PG_POOL_SIZE`` | ``pg_pool_size`` | ``10`` | PostgreSQL connections per process |
 | ``AGENTLEDGER_PG_STATEMENT_TIMEOUT_S`` | ``pg_statement_timeout_s`` | ``30`` | statement/lock s |
 | ``AGENTLEDGER_MODEL_PRICES`` | ``model_prices`` | unset | JSON/TOML file of model prices |
+| ``AGENTLEDGER_SIGNING_KEYS`` | ``signing_keys`` | ``<db>.signing-keys.json`` | head-signing key |
 | ``AGENTLEDGER_EMBEDDINGS_URL`` | ``embeddings.url`` | unset | ``…/v1`` or ``…/embeddings`` |
 | ``AGENTLEDGER_EMBEDDINGS_MODEL`` | ``embeddings.model`` | unset | required with the URL |
 | ``AGENTLEDGER_EMBEDDINGS_API_KEY`` | ``embeddings.api_key`` | unset | bearer key, never logged |
@@ -150,6 +151,8 @@ class Settings:
         embeddings: the embeddings endpoint (``None``: semantic and hybrid search off).
         model_prices: a JSON or TOML file of model prices (USD per million tokens) that
             extends or overrides the shipped table (``_query/prices.py``); read at start-up.
+        signing_keys: the Ed25519 signing-key file of signed chain heads (``None``: next to
+            a SQLite file, ``<db>.signing-keys.json``); created on first use, mode 0600.
     """
 
     db: str = "agentledger.db"
@@ -168,6 +171,7 @@ class Settings:
     pg_statement_timeout_s: float = 30.0
     embeddings: EmbeddingConfig | None = None
     model_prices: str | None = None
+    signing_keys: str | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.redact_patterns) - PATTERN_NAMES
@@ -204,6 +208,7 @@ class Settings:
             "pg_statement_timeout_s": _env_number("AGENTLEDGER_PG_STATEMENT_TIMEOUT_S", 30),
             "embeddings": EmbeddingConfig.from_env(),
             "model_prices": os.environ.get("AGENTLEDGER_MODEL_PRICES", "").strip() or None,
+            "signing_keys": os.environ.get("AGENTLEDGER_SIGNING_KEYS", "").strip() or None,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
