@@ -159,3 +159,39 @@ def test_signing_keys_route_lists_the_key_file(tmp_path: Path) -> None:
         listed = client.get("/v1/signing-keys").json()["keys"]
     assert [k["key_id"] for k in listed] == [Keyring(str(keys)).active_id]
     assert "private_key" not in listed[0] and len(listed[0]["fingerprint"]) == 64
+
+
+def test_webhook_is_retried_until_delivered() -> None:
+    """A real HTTP server answers 503 twice, then 200: the head arrives once, after retries."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    received: list[dict[str, object]] = []
+    answers = [503, 503, 200]
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            status = answers.pop(0)
+            if status == 200:
+                received.append(json.loads(body))
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    publisher = HeadPublisher(None, f"http://127.0.0.1:{server.server_port}/heads", backoff_s=0.01)
+    head = {"agent": "a", "sequence_no": 3, "chain_hash": "0" * 64, "key_id": "k"}
+    try:
+        publisher.publish(head)  # returns at once; the POST runs on the publisher's thread
+        assert publisher.join(timeout_s=10)
+    finally:
+        publisher.close()
+        server.shutdown()
+    assert received == [head] and answers == []
+    assert (publisher.delivered, publisher.failed) == (1, 0)
