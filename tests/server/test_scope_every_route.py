@@ -71,6 +71,7 @@ ROUTES: dict[str, Row] = {
     "GET /health": Row(PUBLIC, P("/health")),
     "GET /openapi.json": Row(PUBLIC, P("/openapi.json")),
     "GET /health/deep": Row(PUBLIC, P("/health/deep")),
+    "GET /v1/signing-keys": Row(PUBLIC, P("/v1/signing-keys")),
     "GET /swagger": Row(PUBLIC, P("/swagger")),
     "GET /docs/oauth2-redirect": Row(PUBLIC, P("/docs/oauth2-redirect")),
     "GET /ui": Row(PUBLIC, P("/ui")),

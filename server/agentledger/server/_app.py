@@ -18,7 +18,16 @@ from agentledger.server._db_errors import DATABASE_ERRORS, refusal_response
 from agentledger.server._http import NulGuardMiddleware, RequestIdMiddleware, json_response
 from agentledger.server._query.prices import load_price_table
 from agentledger.server._retention import routes as retention
-from agentledger.server._routes import catalog, events, health, keys, ledger, query, usage
+from agentledger.server._routes import (
+    catalog,
+    events,
+    health,
+    keys,
+    ledger,
+    query,
+    signing,
+    usage,
+)
 from agentledger.server._routes.health import server_version
 from agentledger.server._settings import Settings, is_loopback
 from agentledger.server._store import open_store
@@ -158,6 +167,7 @@ def create_app(
     app.include_router(query.router)  # search, baselines, at, forget, memory
     app.include_router(usage.router)  # token usage, cost, suggestions, reports
     app.include_router(retention.router)  # policies, sweep, erasure log
+    app.include_router(signing.router)  # public signing keys of signed chain heads
     mount_dashboard(app)  # /ui/ pages + /ui/static
     for router in extra_routers:
         app.include_router(router)

@@ -21,6 +21,7 @@ from :class:`Settings`.
 | ``AGENTLEDGER_MODEL_PRICES`` | ``model_prices`` | unset | JSON/TOML file of model prices |
 | ``AGENTLEDGER_RETENTION_INTERVAL_S`` | ``retention_interval_s`` | ``3600`` | sweep period; 0 off |
 | ``AGENTLEDGER_RETENTION_BATCH`` | ``retention_batch`` | ``500`` | events per sweep transaction |
+| ``AGENTLEDGER_SIGNING_KEYS`` | ``signing_keys`` | ``<db>.signing-keys.json`` | head-signing key |
 | ``AGENTLEDGER_EMBEDDINGS_URL`` | ``embeddings.url`` | unset | ``…/v1`` or ``…/embeddings`` |
 | ``AGENTLEDGER_EMBEDDINGS_MODEL`` | ``embeddings.model`` | unset | required with the URL |
 | ``AGENTLEDGER_EMBEDDINGS_API_KEY`` | ``embeddings.api_key`` | unset | bearer key, never logged |
@@ -155,6 +156,8 @@ class Settings:
         retention_interval_s: seconds between two retention sweeps of the background job
             (``0``: no scheduled sweep; ``POST /v1/retention/run`` still works).
         retention_batch: events erased per write transaction of a sweep (1..10000).
+        signing_keys: the Ed25519 signing-key file of signed chain heads (``None``: next to
+            a SQLite file, ``<db>.signing-keys.json``); created on first use, mode 0600.
     """
 
     db: str = "agentledger.db"
@@ -175,6 +178,7 @@ class Settings:
     model_prices: str | None = None
     retention_interval_s: float = 3600.0
     retention_batch: int = 500
+    signing_keys: str | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.redact_patterns) - PATTERN_NAMES
@@ -218,6 +222,7 @@ class Settings:
             "model_prices": os.environ.get("AGENTLEDGER_MODEL_PRICES", "").strip() or None,
             "retention_interval_s": _env_number("AGENTLEDGER_RETENTION_INTERVAL_S", 3600),
             "retention_batch": int(_env_number("AGENTLEDGER_RETENTION_BATCH", 500)),
+            "signing_keys": os.environ.get("AGENTLEDGER_SIGNING_KEYS", "").strip() or None,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ __all__ = [
     "events",
     "ledger_meta",
     "metadata",
+    "signed_heads",
 ]
 
 metadata = MetaData()
@@ -123,4 +124,21 @@ event_embeddings = Table(
     Column("dim", Integer, nullable=False),
     Column("vector", LargeBinary, nullable=False),
     Index("ix_event_embeddings_agent", "agent"),
+)
+
+
+#: Signed chain heads (``_signing``): an Ed25519 signature by the server's signing key over an
+#: agent's ``(sequence_no, chain_hash)`` at a time. Design: ``docs/design/evidence.md``.
+signed_heads = Table(
+    "signed_heads",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("agent", String(MAX_AGENT_CHARS), nullable=False),
+    Column("sequence_no", Integer, nullable=False),
+    Column("chain_hash", String(64), nullable=False),
+    Column("signed_at", String(32), nullable=False),
+    Column("key_id", String(64), nullable=False),
+    Column("hmac_links", Integer, nullable=False),
+    Column("signature", String(128), nullable=False),
+    Index("ix_signed_heads_agent_seq", "agent", "sequence_no"),
 )
