@@ -337,6 +337,16 @@ ROUTES: dict[str, Row] = {
         P("/ui/events/{a1}/impact"),
         [P("/ui/events/{b0}/impact"), P("/ui/events/{a0}/impact")],
     ),
+    "GET /ui/compare": Row(
+        PAGE,
+        P("/ui/compare?a=s-a&b=s-shared&agent_b={A}"),
+        [
+            P("/ui/compare?a=s-a&b=s-b"),
+            P("/ui/compare?a=s-b&b=s-a"),
+            P("/ui/compare?a=s-a&b=s-shared&agent_b={B}"),
+            P("/ui/compare?a=s-shared&b=s-shared"),
+        ],
+    ),
 }
 
 
