@@ -17,7 +17,7 @@ from agentledger.protocol.errors import LedgerError
 from agentledger.server._db_errors import DATABASE_ERRORS, refusal_response
 from agentledger.server._http import NulGuardMiddleware, RequestIdMiddleware, json_response
 from agentledger.server._query.prices import load_price_table
-from agentledger.server._routes import catalog, events, health, keys, ledger, query, usage
+from agentledger.server._routes import catalog, events, health, keys, ledger, otlp, query, usage
 from agentledger.server._routes.health import server_version
 from agentledger.server._settings import Settings, is_loopback
 from agentledger.server._store import open_store
@@ -156,6 +156,7 @@ def create_app(
     app.include_router(keys.router)
     app.include_router(query.router)  # search, baselines, at, forget, memory
     app.include_router(usage.router)  # token usage, cost, suggestions, reports
+    app.include_router(otlp.router)  # OpenTelemetry trace ingest (POST /v1/traces)
     mount_dashboard(app)  # /ui/ pages + /ui/static
     for router in extra_routers:
         app.include_router(router)
