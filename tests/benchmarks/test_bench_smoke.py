@@ -28,6 +28,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
         ("bench_mcp_proxy.py", "proxy, server down"),
         ("bench_redaction.py", "redact(), every pattern"),
         ("bench_client.py", "100,000 events, server down (closed port)"),
+        ("bench_otlp.py", "OTLP protobuf, POST /v1/traces"),
         pytest.param(
             "bench_lineage.py",
             "SQLite: why(answer), 1,000-event causal DAG",

@@ -130,7 +130,7 @@ event_embeddings = Table(
 #: span id. A span waits here (``materialised`` 0) until its trace's root span has arrived or
 #: it is older than the pending bound; then its events are written in the same transaction and
 #: ``materialised`` becomes 1. The rows stay, so a span arriving later is linked against the
-#: whole trace and a re-sent span is recognised (design: ``docs/design/otlp-ingest.md``).
+#: whole trace and a re-sent span is recognised (design: ``docs/design/server-otlp.md``).
 otlp_spans = Table(
     "otlp_spans",
     metadata,

@@ -11,6 +11,7 @@ id and role, so a re-sent span yields the same events (duplicates to the store).
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from datetime import UTC, datetime
@@ -37,6 +38,7 @@ _AGENT_OK = re.compile(r"[^A-Za-z0-9._-]+")
 _RUN_KINDS = ("agent",)
 
 
+@functools.lru_cache(maxsize=65536)
 def event_id(trace_id: str, span_id: str, role: str) -> str:
     """The stable event id of one role (``start``, ``end``, ``user``, ``answer``) of a span."""
     return str(uuid.uuid5(NAMESPACE, f"{trace_id}/{span_id}/{role}"))

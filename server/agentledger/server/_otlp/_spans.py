@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, and_, select, update
 
-from agentledger.server._ingest import ItemError, PreparedEvent, now_ts, prepare, validate_item
+from agentledger.server._ingest import ItemError, PreparedEvent, now_ts, prepare, validate_items
 from agentledger.server._otlp._link import trace_events
 from agentledger.server._store._sql import SQLStore
 from agentledger.server._tables import otlp_spans
@@ -69,7 +69,8 @@ def ingest_spans(
     max_depth: int,
     patterns: Collection[str],
 ) -> IngestResult:
-    """Store an export's spans and write the events of every trace that is ready."""
+    """Store an export's spans and write the events of every trace that is ready (design:
+    ``docs/design/server-otlp.md``)."""
     result = IngestResult(received=len(spans))
     received = now_ts()
     cutoff = (datetime.now(UTC) - timedelta(seconds=PENDING_S)).isoformat(timespec="microseconds")
@@ -121,37 +122,39 @@ def ingest_spans(
                 ready.append((trace_id, waiting))
             else:
                 result.pending += len(waiting & {s for (t, s) in fresh if t == trace_id})
-        prepared: list[PreparedEvent] = []
+        raws: list[dict[str, Any]] = []
         for trace_id, waiting in ready:
             rows = known[trace_id]
-            items = trace_events(
-                {sid: span for sid, (span, _) in rows.items()}, waiting, bound_agent=bound_agent
+            raws.extend(
+                trace_events(
+                    {sid: span for sid, (span, _) in rows.items()}, waiting, bound_agent=bound_agent
+                )
             )
-            for raw in items:
-                try:
-                    prepared.append(
-                        prepare(
-                            validate_item(raw),
-                            max_depth=max_depth,
-                            patterns=patterns,
-                            received_at=received,
-                        )
-                    )
-                except ItemError as error:
-                    result.failed += 1
-                    result.errors.append(
-                        f"{raw['event']} of span {raw['metadata']['otel']['span_id']}: "
-                        f"{error.detail}"
-                    )
+        ready_ids = sorted(t for t, _ in ready)
+        for start in range(0, len(ready_ids), 500):
+            # every waiting row of these traces was loaded above, under the write lock
             conn.execute(
                 update(otlp_spans)
                 .where(
                     and_(
-                        otlp_spans.c.trace_id == trace_id, otlp_spans.c.span_id.in_(sorted(waiting))
+                        otlp_spans.c.trace_id.in_(ready_ids[start : start + 500]),
+                        otlp_spans.c.materialised == 0,
                     )
                 )
                 .values(materialised=1)
             )
+        prepared: list[PreparedEvent] = []
+        for raw, item in zip(raws, validate_items(raws), strict=True):
+            try:
+                if isinstance(item, ItemError):
+                    raise item
+                prepared.append(
+                    prepare(item, max_depth=max_depth, patterns=patterns, received_at=received)
+                )
+            except ItemError as error:
+                result.failed += 1
+                span_id = raw["metadata"]["otel"]["span_id"]
+                result.errors.append(f"{raw['event']} of span {span_id}: {error.detail}")
         if prepared:
             for outcome in store.append_on(conn, prepared, (), bound_agent):
                 if not outcome.ok:

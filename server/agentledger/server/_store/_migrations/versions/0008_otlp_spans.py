@@ -6,7 +6,7 @@ Revises: 0007
 One row per received span (decoded JSON), keyed by trace and span id. Spans are written as
 events once their trace's root span is there or they have waited past the pending bound, in
 the transaction that flips ``materialised``; the rows are kept so late spans link against the
-whole trace and a re-sent span is known. Design: ``docs/design/otlp-ingest.md``.
+whole trace and a re-sent span is known. Design: ``docs/design/server-otlp.md``.
 """
 
 from __future__ import annotations
