@@ -106,7 +106,8 @@ def main() -> None:
         f"{otlp_rate / batch_rate:.2f}x |"
     )
     print(
-        f"| same events, POST /v1/events/batch | {batch_rate:,.0f} | {batch_rate * 2.5:,.0f} | 1.00x |"
+        f"| same events, POST /v1/events/batch | {batch_rate:,.0f} | "
+        f"{batch_rate * 2.5:,.0f} | 1.00x |"
     )
 
 
