@@ -33,7 +33,7 @@ from agentledger.server._otlp._link import trace_events
 from agentledger.testing import EmbeddedServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "otlp"))
-from _otel_spans import agent_run  # noqa: E402
+from _otel_spans import agent_run
 
 KEY = "bench-key"
 RUNS_PER_EXPORT = 125  # 500 spans per OTLP request
