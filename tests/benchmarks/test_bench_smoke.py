@@ -30,6 +30,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
         ("bench_client.py", "100,000 events, server down (closed port)"),
         ("bench_agents_adapters.py", "OpenAI Agents SDK"),
         ("bench_retention.py", "SQLite: sweep erasure rate"),
+        ("bench_otlp.py", "OTLP protobuf, POST /v1/traces"),
         pytest.param(
             "bench_lineage.py",
             "SQLite: why(answer), 1,000-event causal DAG",

@@ -24,6 +24,7 @@ from agentledger.server._routes import (
     health,
     keys,
     ledger,
+    otlp,
     query,
     signing,
     usage,
@@ -168,6 +169,7 @@ def create_app(
     app.include_router(usage.router)  # token usage, cost, suggestions, reports
     app.include_router(retention.router)  # policies, sweep, erasure log
     app.include_router(signing.router)  # public signing keys of signed chain heads
+    app.include_router(otlp.router)  # OpenTelemetry trace ingest (POST /v1/traces)
     mount_dashboard(app)  # /ui/ pages + /ui/static
     for router in extra_routers:
         app.include_router(router)

@@ -25,6 +25,7 @@ __all__ = [
     "events",
     "ledger_meta",
     "metadata",
+    "otlp_spans",
     "signed_heads",
 ]
 
@@ -141,4 +142,22 @@ signed_heads = Table(
     Column("hmac_links", Integer, nullable=False),
     Column("signature", String(128), nullable=False),
     Index("ix_signed_heads_agent_seq", "agent", "sequence_no"),
+)
+
+
+#: OpenTelemetry spans received on ``POST /v1/traces`` (decoded, as JSON), keyed by trace and
+#: span id. A span waits here (``materialised`` 0) until its trace's root span has arrived or
+#: it is older than the pending bound; then its events are written in the same transaction and
+#: ``materialised`` becomes 1. The rows stay, so a span arriving later is linked against the
+#: whole trace and a re-sent span is recognised (design: ``docs/design/server-otlp.md``).
+otlp_spans = Table(
+    "otlp_spans",
+    metadata,
+    Column("trace_id", String(32), primary_key=True),
+    Column("span_id", String(16), primary_key=True),
+    Column("parent_span_id", String(16), nullable=True),
+    Column("received_at", String(32), nullable=False),
+    Column("materialised", Integer, nullable=False),
+    Column("span", LargeBinary, nullable=False),
+    Index("ix_otlp_spans_pending", "materialised", "received_at"),
 )
