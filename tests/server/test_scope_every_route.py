@@ -62,6 +62,22 @@ def item(name: str, agent: str = "{A}", **more: Any) -> dict[str, Any]:
     )
 
 
+def otlp_export(service: str, trace: str) -> dict[str, Any]:
+    """An OTLP/JSON trace export of one chat span of ``service`` (fixed ids and times)."""
+    attr = [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}]
+    span = {
+        "traceId": trace * 32,
+        "spanId": trace * 16,
+        "name": "chat",
+        "kind": 3,
+        "startTimeUnixNano": "1583056800000000000",
+        "endTimeUnixNano": "1583056801000000000",
+        "attributes": attr,
+    }
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]}
+    return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": [span]}]}]}
+
+
 EV = "/v1/events/{event_id}"
 #: One row per ``"METHOD /path"`` the app serves. A new route: pick its kind, an ``own``
 #: request a key of agent A may make, and probes that name B's agent, ids, sessions or words
@@ -336,6 +352,13 @@ ROUTES: dict[str, Row] = {
         PAGE,
         P("/ui/events/{a1}/impact"),
         [P("/ui/events/{b0}/impact"), P("/ui/events/{a0}/impact")],
+    ),
+    # OTLP ingest: a bound key writes as its own agent whatever the spans name
+    "POST /v1/traces": Row(
+        WRITE,
+        P("/v1/traces", otlp_export("{A}", "a")),
+        [P("/v1/traces", otlp_export("{B}", "b"))],
+        admin_sees_b=(),
     ),
     "GET /ui/compare": Row(
         PAGE,
