@@ -161,6 +161,26 @@ def test_signing_keys_route_lists_the_key_file(tmp_path: Path) -> None:
     assert "private_key" not in listed[0] and len(listed[0]["fingerprint"]) == 64
 
 
+def test_a_key_file_others_can_read_is_a_503_not_a_crash(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    keys = tmp_path / "shared-keys.json"
+    Keyring(str(keys))
+    keys.chmod(0o644)
+    app = create_app(Settings(db=str(tmp_path / "l.db"), signing_keys=str(keys)))
+    with TestClient(app) as client:
+        response = client.get("/v1/signing-keys")
+    assert response.status_code == 503
+    assert "chmod 600" in response.json()["detail"]
+
+
+def test_a_postgres_ledger_keeps_its_key_out_of_the_working_directory() -> None:
+    from agentledger.server._signing._keyring import default_keyring_path
+
+    path = Path(default_keyring_path("postgresql://postgres@127.0.0.1/test"))
+    assert path == Path.home() / ".agentledger" / "signing-keys.json"
+
+
 def test_webhook_is_retried_until_delivered() -> None:
     """A real HTTP server answers 503 twice, then 200: the head arrives once, after retries."""
     import json

@@ -157,7 +157,8 @@ class Settings:
             (``0``: no scheduled sweep; ``POST /v1/retention/run`` still works).
         retention_batch: events erased per write transaction of a sweep (1..10000).
         signing_keys: the Ed25519 signing-key file of signed chain heads (``None``: next to
-            a SQLite file, ``<db>.signing-keys.json``); created on first use, mode 0600.
+            a SQLite file, ``<db>.signing-keys.json``; PostgreSQL: ``~/.agentledger/``); created
+            on first use, mode 0600.
     """
 
     db: str = "agentledger.db"

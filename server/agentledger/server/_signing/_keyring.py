@@ -28,10 +28,11 @@ class KeyringError(LedgerError, ValueError):
 
 
 def default_keyring_path(db: str) -> str:
-    """Next to a SQLite file (``<db>.signing-keys.json``); in the working directory for a
-    PostgreSQL URL."""
+    """Next to a SQLite file (``<db>.signing-keys.json``); for a PostgreSQL URL, in the
+    server user's ``~/.agentledger/`` (never the working directory, where a checkout could
+    pick the private key up)."""
     if db.startswith("postgresql"):
-        return "agentledger-signing-keys.json"
+        return str(Path.home() / ".agentledger" / "signing-keys.json")
     path = db.removeprefix("sqlite:///") if db.startswith("sqlite:") else db
     return str(Path(path).expanduser()) + ".signing-keys.json"
 
