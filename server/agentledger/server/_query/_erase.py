@@ -18,7 +18,22 @@ from agentledger.server._store._rows import IN_CHUNK
 from agentledger.server._store._sql import SQLStore
 from agentledger.server._tables import event_embeddings, events
 
-__all__ = ["ForgetOutcome", "forget", "write_tombstones"]
+__all__ = ["MARK_COLUMNS", "ForgetOutcome", "forget", "write_tombstones"]
+
+#: The columns a tombstone keeps and its erasure mark covers, in the order
+#: :meth:`~agentledger.server._chain.ChainHasher.erasure_mark` takes them; forget and the
+#: retention sweep select them in this order (``session_id`` is the session the tombstone
+#: keeps, a pseudonym when forget renamed it).
+MARK_COLUMNS = (
+    events.c.event_id,
+    events.c.agent,
+    events.c.sequence_no,
+    events.c.timestamp,
+    events.c.event,
+    events.c.parent_id,
+    events.c.session_id,
+    events.c.supersedes,
+)
 
 
 @dataclass(slots=True)
@@ -109,19 +124,9 @@ def forget(
         where.append(or_(*[t for t in value_tests if t is not None]))
     if agents is not None:
         where.append(events.c.agent.in_(list(agents)))
-    query = select(
-        events.c.id,
-        events.c.event_id,
-        events.c.agent,
-        events.c.record,
-        events.c.sequence_no,
-        events.c.timestamp,
-        events.c.event,
-        events.c.parent_id,
-        events.c.session_id,
-        events.c.supersedes,
-        events.c.chain_hash,
-    ).where(and_(*where))
+    query = select(events.c.id, events.c.record, *MARK_COLUMNS, events.c.chain_hash).where(
+        and_(*where)
+    )
     outcome = ForgetOutcome()
     hasher = store.hasher
     context = store.reader() if dry_run else store.writer()
@@ -133,17 +138,21 @@ def forget(
         ids: list[int] = []
         marks: list[dict[str, Any]] = []
         for row in conn.execute(query):
-            row_id, event_id, agent, record = row[:4]
+            row_id, record, *kept, chain_hash = row
             parts = matcher.matched_in(orjson.loads(record))
             if not parts:
                 continue
             for part in parts:
                 outcome.matched_in[part] += 1
             ids.append(row_id)
-            session = renames.new_id(agent, row[8])
-            kept = (event_id, agent, row[4], row[5], row[6], row[7], session, row[9])
+            event_id, agent = kept[0], kept[1]
+            session = kept[6] = renames.new_id(agent, kept[6])
             marks.append(
-                {"row_id": row_id, "mark": hasher.erasure_mark(row[10], kept), "session": session}
+                {
+                    "row_id": row_id,
+                    "mark": hasher.erasure_mark(chain_hash, tuple(kept)),
+                    "session": session,
+                }
             )
             outcome.agents[agent] = outcome.agents.get(agent, 0) + 1
             if len(outcome.event_ids) < id_limit:

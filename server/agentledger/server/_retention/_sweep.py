@@ -28,7 +28,7 @@ import orjson
 from sqlalchemy import and_, func, or_, select, text
 
 from agentledger.server._ingest import format_ts, now_ts
-from agentledger.server._query._erase import write_tombstones
+from agentledger.server._query._erase import MARK_COLUMNS, write_tombstones
 from agentledger.server._retention._tables import DEFAULT_AGENT, erasure_log, retention_policies
 from agentledger.server._retention._window import format_window
 from agentledger.server._search.base import SearchBackend
@@ -143,18 +143,8 @@ def _batch(
     """Erase one batch (oldest first, after ``after``); ``None`` when another process holds the
     sweep lock, else ``(erased, position of the last row)``."""
     postgres = store.engine.dialect.name == "postgresql"
-    columns = (
-        events.c.id,
-        events.c.event_id,
-        events.c.agent,
-        events.c.sequence_no,
-        events.c.timestamp,
-        events.c.event,
-        events.c.parent_id,
-        events.c.session_id,
-        events.c.supersedes,
-        events.c.chain_hash,
-    )
+    # the row id, what the tombstone keeps (its erasure mark covers it), the chain link
+    columns = (events.c.id, *MARK_COLUMNS, events.c.chain_hash)
     where = [_due(rule.agent, rule.cutoff)]
     if after is not None:
         where.append(
