@@ -1,10 +1,10 @@
 """Write the blocking client from the asyncio one, so the client's I/O code exists once.
 
-``_async_client.py`` (:class:`AsyncLedger`) and ``_async_reads.py`` are the source of truth;
-``_client.py`` (:class:`Ledger`) and ``_reads.py`` are made from them by text substitutions
-(``async def`` -> ``def``, ``await x`` -> ``x``, ``AsyncLedger`` -> ``Ledger``,
-``httpx.AsyncClient`` -> ``httpx.Client``, ``aclose`` -> ``close``...), then imports are sorted
-and the code formatted with ruff. See docs/design/client-sync-async.md.
+``_async_client.py`` (:class:`AsyncLedger`), ``_async_reads.py`` and ``_async_admin.py`` are the
+source of truth; ``_client.py`` (:class:`Ledger`), ``_reads.py`` and ``_admin.py`` are made from
+them by text substitutions (``async def`` -> ``def``, ``await x`` -> ``x``, ``AsyncLedger`` ->
+``Ledger``, ``httpx.AsyncClient`` -> ``httpx.Client``, ``aclose`` -> ``close``...), then imports
+are sorted and the code formatted with ruff. See docs/design/client-sync-async.md.
 
 Usage::
 
@@ -87,11 +87,21 @@ TWINS: tuple[Twin, ...] = (
         ),
     ),
     Twin(
+        source="_async_admin.py",
+        target="_admin.py",
+        docstring=(
+            "Administration on :class:`Ledger`: API keys and retention policies. These need "
+            "a\n``read_write`` key not bound to an agent; they use the same :class:`Call` path "
+            "(retries,\nerror mapping) as every read."
+        ),
+    ),
+    Twin(
         source="_async_client.py",
         target="_client.py",
         docstring=(
             "The blocking client, :class:`Ledger`: constructor, flush and close, bulk export "
-            "and\nimport; its other reads come from :class:`LedgerReads`."
+            "and\nimport; its other reads come from :class:`LedgerReads` and administration from\n"
+            ":class:`LedgerAdmin`."
         ),
         edits=(
             ("(reads are coroutines).", "(blocking reads)."),

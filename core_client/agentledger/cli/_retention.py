@@ -8,9 +8,9 @@ them. Exit codes: 0 done, 1 the server refused, 2 bad input.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import quote
 
 import typer
 from rich.table import Table
@@ -20,7 +20,7 @@ from agentledger.cli._output import dump as _dump
 from agentledger.cli._output import fail, missing_extra
 from agentledger.cli._output import open_ledger as _ledger
 from agentledger.cli.options import JsonOpt, KeyOpt, UrlOpt
-from agentledger.client import Ledger
+from agentledger.client import Ledger, RetentionEntry
 
 __all__ = ["retention_app", "scrub_subject_cases"]
 
@@ -40,16 +40,11 @@ DefaultOption = Annotated[
 _OPTIONS = {"keep": "--keep", "agent": "--agent"}
 
 
-def _call(ledger: Ledger, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-    return ledger.call_route(method, path, **kwargs)
-
-
-def _target(agent: str | None, default: bool) -> str:
+def _target(agent: str | None, default: bool) -> str | None:
+    """The agent a set/unset names (``None``: the default policy)."""
     if default == (agent is not None):
         raise fail("name exactly one of --agent NAME or --default", 2)
-    if default:
-        return "/v1/retention/default"
-    return f"/v1/retention/policies/{quote(agent or '', safe='')}"
+    return agent
 
 
 @retention_app.command("set")
@@ -63,13 +58,13 @@ def set_(
 ) -> None:
     """Keep an agent's (or, --default, every other agent's) event content for --keep; older
     content is erased by the server's sweep."""
-    path = _target(agent, default)
+    target = _target(agent, default)
     with _ledger(url, api_key, None, options=_OPTIONS) as ledger:
-        policy = _call(ledger, "PUT", path, json={"keep": keep})
+        policy = ledger.set_retention(keep, agent=target)
     if as_json:
         _dump(policy)
         return
-    _console().print(f"{policy['agent'] or 'default'}: keep {policy['keep']}", markup=False)
+    _console().print(f"{policy.agent or 'default'}: keep {policy.keep}", markup=False)
 
 
 @retention_app.command("unset")
@@ -80,9 +75,9 @@ def unset(
     api_key: KeyOpt = None,
 ) -> None:
     """Remove an agent's policy (the default applies again) or the default."""
-    path = _target(agent, default)
+    target = _target(agent, default)
     with _ledger(url, api_key, None, options=_OPTIONS) as ledger:
-        removed = _call(ledger, "DELETE", path)["removed"]
+        removed = ledger.unset_retention(agent=target)
     name = agent or "default"
     _console().print(f"{name}: {'removed' if removed else 'had no policy'}", markup=False)
 
@@ -91,29 +86,29 @@ def unset(
 def list_(url: UrlOpt = None, api_key: KeyOpt = None, as_json: JsonOpt = False) -> None:
     """The default and every per-agent policy."""
     with _ledger(url, api_key, None) as ledger:
-        answer = _call(ledger, "GET", "/v1/retention/policies")
+        answer = ledger.retention_policies()
     if as_json:
         _dump(answer)
         return
     table = Table(title="retention policies")
     for column in ("agent", "keep", "updated"):
         table.add_column(column, no_wrap=True)
-    if answer["default"]:
-        table.add_row("(default)", answer["default"]["keep"], answer["default"]["updated_at"])
-    for policy in answer["policies"]:
-        table.add_row(policy["agent"], policy["keep"], policy["updated_at"])
+    for policy in [answer.default] if answer.default else []:
+        table.add_row("(default)", policy.keep, policy.updated_at or "")
+    for policy in answer.policies:
+        table.add_row(policy.agent or "", policy.keep, policy.updated_at or "")
     _console().print(table)
 
 
-def _entries_table(title: str, entries: list[dict[str, Any]], *, when: bool) -> Table:
+def _entries_table(title: str, entries: list[RetentionEntry], *, when: bool) -> Table:
     table = Table(title=title)
     columns = ["agent", "rule", "keep", "events", "oldest", "newest"]
     for column in ["erased at", *columns] if when else columns:
         table.add_column(column, no_wrap=True)
     for entry in entries:
-        row = [entry["agent"], entry["rule"], entry["keep"], str(entry["erased"])]
-        row += [entry["oldest"] or "", entry["newest"] or ""]
-        table.add_row(*([entry["finished_at"], *row] if when else row))
+        row = [entry.agent, entry.rule, entry.keep, str(entry.erased)]
+        row += [entry.oldest or "", entry.newest or ""]
+        table.add_row(*([entry.finished_at or "", *row] if when else row))
     return table
 
 
@@ -131,16 +126,16 @@ def scrub_subject_cases(directory: Path, subject: str, *, dry_run: bool) -> dict
 
 
 def _scrub_cases(
-    ledger: Ledger, directory: Path, answer: dict[str, Any], dry_run: bool
+    ledger: Ledger, directory: Path, swept: list[RetentionEntry], dry_run: bool
 ) -> dict[str, Any]:
     try:
         from agentledger.cases import CaseError, forget_sessions
     except ImportError as error:  # the case model needs pydantic
         raise missing_extra("retention run --cases-dir", "langchain", error) from error
-    entries = list(answer["agents"])
+    entries = list(swept)
     if not dry_run:
-        entries += _call(ledger, "GET", "/v1/retention/log", params={"limit": 1000})["entries"]
-    pairs = {(e["agent"], s) for e in entries for s in e["sessions"]}
+        entries += ledger.retention_log(limit=1000)
+    pairs = {(e.agent, s) for e in entries for s in e.sessions}
     try:
         return forget_sessions(directory, pairs, dry_run=dry_run).as_dict()
     except CaseError as error:
@@ -169,26 +164,24 @@ def run(
     per agent and rule, how many and the oldest/newest affected; nothing changes)."""
     if cases_dir is not None and not cases_dir.exists():
         raise fail(f"--cases-dir: {cases_dir} does not exist", 2)
-    body: dict[str, Any] = {"dry_run": dry_run} | ({"agent": agent} if agent else {})
+    cases: dict[str, Any] | None = None
     with _ledger(url, api_key, None, options=_OPTIONS) as ledger:
-        answer = _call(ledger, "POST", "/v1/retention/run", json=body)
+        swept = ledger.run_retention(dry_run=dry_run, agent=agent)
         if cases_dir is not None:
-            answer["cases"] = _scrub_cases(ledger, cases_dir, answer, dry_run)
+            cases = _scrub_cases(ledger, cases_dir, swept.agents, dry_run)
     if as_json:
-        _dump(answer)
+        _dump(dataclasses.asdict(swept) | ({"cases": cases} if cases is not None else {}))
         return
     out = _console()
-    out.print(answer["message"], markup=False)
-    if answer["agents"]:
-        out.print(
-            _entries_table("would erase" if dry_run else "erased", answer["agents"], when=False)
-        )
-    if "cases" in answer:
+    out.print(swept.message, markup=False)
+    if swept.agents:
+        out.print(_entries_table("would erase" if dry_run else "erased", swept.agents, when=False))
+    if cases is not None:
         verb = "would delete" if dry_run else "deleted"
-        for case in answer["cases"]["removed"]:
+        for case in cases["removed"]:
             out.print(f"{verb} case file {case['path']} (case {case['case_id']})", markup=False)
-        count = len(answer["cases"]["removed"])
-        out.print(f"{verb} {count} of {answer['cases']['scanned']} case file(s)", markup=False)
+        count = len(cases["removed"])
+        out.print(f"{verb} {count} of {cases['scanned']} case file(s)", markup=False)
 
 
 @retention_app.command("log")
@@ -200,10 +193,9 @@ def log(
     as_json: JsonOpt = False,
 ) -> None:
     """The erasure report: per sweep and agent, when, by which rule, how many events."""
-    params: dict[str, Any] = {"limit": limit} | ({"agent": agent} if agent else {})
     with _ledger(url, api_key, None, options=_OPTIONS) as ledger:
-        answer = _call(ledger, "GET", "/v1/retention/log", params=params)
+        entries = ledger.retention_log(agent=agent, limit=limit)
     if as_json:
-        _dump(answer)
+        _dump({"entries": entries})
         return
-    _console().print(_entries_table("erasure log", answer["entries"], when=True))
+    _console().print(_entries_table("erasure log", entries, when=True))

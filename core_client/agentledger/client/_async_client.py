@@ -1,7 +1,8 @@
 """The asyncio client, :class:`AsyncLedger`: constructor, flush and close, bulk export and
-import; its other reads come from :class:`AsyncLedgerReads`. Both are the source of the
-blocking :class:`Ledger`: ``core_client/generate_sync.py`` writes ``_client.py`` and ``_reads.py``
-from them (docs/design/client-sync-async.md)."""
+import; its other reads come from :class:`AsyncLedgerReads` and administration from
+:class:`AsyncLedgerAdmin`. All three are the source of the blocking :class:`Ledger`:
+``core_client/generate_sync.py`` writes ``_client.py``, ``_reads.py`` and ``_admin.py`` from
+them (docs/design/client-sync-async.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import IO, Any
 
 import httpx
 
-from agentledger.client._async_reads import AsyncLedgerReads
+from agentledger.client._async_admin import AsyncLedgerAdmin
 from agentledger.client._base import DEFAULT_TIMEOUT_S, RedactSetting
 from agentledger.client._calls import Call
 from agentledger.client._config import DEFAULT, Default
@@ -32,7 +33,7 @@ from agentledger.client.sanitize import DEFAULT_MAX_STRING_CHARS
 __all__ = ["AsyncLedger"]
 
 
-class AsyncLedger(AsyncLedgerReads):
+class AsyncLedger(AsyncLedgerAdmin):
     """Log agent events to an agentledger server and read them back (reads are coroutines).
 
     ``log()`` never blocks and never raises: it queues the event for a background sender that

@@ -14,7 +14,6 @@ from agentledger.client._calls import READ_RETRY, Call
 from agentledger.client._errors import transport_error_from
 from agentledger.client._models import (
     AgentInfo,
-    ApiKey,
     BaselineReport,
     ChainReport,
     Event,
@@ -320,47 +319,3 @@ class AsyncLedgerReads(BaseLedger):
     async def agents(self) -> list[AgentInfo]:
         """Every agent the key may read, with first/last seen and event count."""
         return await self._request(self._call_agents())
-
-    async def create_key(
-        self,
-        name: str,
-        *,
-        agent: str | None = None,
-        scope: str = "read_write",
-        expires_in_days: int | None = None,
-    ) -> ApiKey:
-        """Create an API key (``scope`` read_write|read_only); its secret is in ``.key``,
-        shown this once."""
-        return await self._request(self._call_create_key(name, agent, scope, expires_in_days))
-
-    async def list_keys(self) -> list[ApiKey]:
-        """The server's keys (no secrets)."""
-        return await self._request(self._call_list_keys())
-
-    async def revoke_key(self, key_id: str) -> None:
-        """Revoke a key.
-
-        Raises:
-            NotFoundError: no such key.
-        """
-        await self._request(self._call_revoke_key(key_id))
-
-    async def call_route(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: dict[str, Any] | None = None,
-        json: Any = None,
-    ) -> dict[str, Any]:
-        """A JSON request to a route the client has no method of its own for (the CLI's
-        ``retention`` commands use it for ``/v1/retention``), with the same retries and
-        error mapping as every read; returns the JSON object answered.
-
-        Raises:
-            TransportError: no answer; APIStatusError: an error status.
-        """
-        call: Call[dict[str, Any]] = Call(
-            method, path, lambda body: dict(body or {}), params=params, json=json
-        )
-        return await self._request(call)

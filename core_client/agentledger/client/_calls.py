@@ -22,6 +22,10 @@ from agentledger.client._models import (
     ForgetResult,
     ImpactResult,
     MemoryContext,
+    RetentionEntry,
+    RetentionPolicies,
+    RetentionPolicy,
+    RetentionRun,
     SearchResult,
     Session,
     SessionDiff,
@@ -259,6 +263,28 @@ class ReadCalls:
     def _call_revoke_key(self, key_id: str) -> Call[None]:
         return Call("DELETE", f"/v1/keys/{_seg(key_id)}", lambda _: None, expect_json=False)
 
+    def _call_retention_policies(self) -> Call[RetentionPolicies]:
+        return Call("GET", "/v1/retention/policies", RetentionPolicies.from_wire)
+
+    def _call_set_retention(self, keep: str, agent: str | None) -> Call[RetentionPolicy]:
+        return Call("PUT", _retention_path(agent), RetentionPolicy.from_wire, json={"keep": keep})
+
+    def _call_unset_retention(self, agent: str | None) -> Call[bool]:
+        return Call("DELETE", _retention_path(agent), lambda body: bool((body or {})["removed"]))
+
+    def _call_run_retention(self, dry_run: bool, agent: str | None) -> Call[RetentionRun]:
+        body = _drop_none({"dry_run": dry_run, "agent": agent})
+        return Call("POST", "/v1/retention/run", RetentionRun.from_wire, json=body)
+
+    def _call_retention_log(self, agent: str | None, limit: int) -> Call[list[RetentionEntry]]:
+        params = _drop_none({"agent": agent, "limit": limit})
+        return Call(
+            "GET",
+            "/v1/retention/log",
+            lambda body: [RetentionEntry.from_wire(e) for e in (body or {}).get("entries") or []],
+            params,
+        )
+
     def _call_health(self) -> Call[dict[str, Any]]:
         return Call("GET", "/health", lambda body: dict(body or {}))
 
@@ -270,3 +296,10 @@ class ReadCalls:
         if not call.expect_json or not response.content:
             return call.parse(None)
         return call.parse(response.json())
+
+
+def _retention_path(agent: str | None) -> str:
+    """The policy route of ``agent`` (``None``: the default policy)."""
+    if agent is None:
+        return "/v1/retention/default"
+    return f"/v1/retention/policies/{_seg(agent)}"

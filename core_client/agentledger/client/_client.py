@@ -1,7 +1,8 @@
 # Generated from _async_client.py by core_client/generate_sync.py: do not edit.
 # Change the asyncio source, then run `python core_client/generate_sync.py`.
 """The blocking client, :class:`Ledger`: constructor, flush and close, bulk export and
-import; its other reads come from :class:`LedgerReads`."""
+import; its other reads come from :class:`LedgerReads` and administration from
+:class:`LedgerAdmin`."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ from typing import IO, Any
 
 import httpx
 
+from agentledger.client._admin import LedgerAdmin
 from agentledger.client._base import DEFAULT_TIMEOUT_S, RedactSetting
 from agentledger.client._calls import Call
 from agentledger.client._config import DEFAULT, Default
 from agentledger.client._errors import transport_error_from
 from agentledger.client._models import DeliveryError, FlushResult, ImportResult
 from agentledger.client._queue import DEFAULT_MAX_QUEUE_BYTES, DEFAULT_MAX_QUEUE_EVENTS
-from agentledger.client._reads import LedgerReads
 from agentledger.client._retry import RetryPolicy
 from agentledger.client._spill import DEFAULT_MAX_SPILL_BYTES
 from agentledger.client._transfer import (
@@ -32,7 +33,7 @@ from agentledger.client.sanitize import DEFAULT_MAX_STRING_CHARS
 __all__ = ["Ledger"]
 
 
-class Ledger(LedgerReads):
+class Ledger(LedgerAdmin):
     """Log agent events to an agentledger server and read them back (blocking reads).
 
     ``log()`` never blocks and never raises: it queues the event for a background sender that

@@ -26,6 +26,12 @@ from agentledger.client._models.memory import (
     SessionDiff,
     StateAt,
 )
+from agentledger.client._models.retention import (
+    RetentionEntry,
+    RetentionPolicies,
+    RetentionPolicy,
+    RetentionRun,
+)
 
 __all__ = [
     "AgentInfo",
@@ -44,6 +50,10 @@ __all__ = [
     "ImpactResult",
     "ImportResult",
     "MemoryContext",
+    "RetentionEntry",
+    "RetentionPolicies",
+    "RetentionPolicy",
+    "RetentionRun",
     "SearchHit",
     "SearchResult",
     "Session",
