@@ -60,6 +60,28 @@ def test_parked_lines_are_not_resent_by_their_writer_but_adopted_by_the_next(
     assert _drain(other) == _lines("held", 3)
 
 
+def test_what_runs_before_delivery_sees_the_segment_file_still_there(tmp_path: Path) -> None:
+    """Delivery (nothing lost): the sender dead-letters refused lines in ``delivered``'s
+    ``before`` step, which runs while the segment's file still holds them; a segment close()
+    released meanwhile runs nothing (the next process answers for its lines)."""
+    store = SpillStore(tmp_path / "d")
+    store.append(_lines("last", 3))
+    batch = store.next_batch(10)
+    assert batch is not None
+    segment, lines = batch
+    seen: list[bool] = []
+    assert store.delivered(segment, len(lines), before=lambda: seen.append(segment.path.exists()))
+    assert seen == [True]
+    assert not segment.path.exists()  # fully delivered: the file is gone afterwards
+
+    store.append(_lines("again", 2))
+    batch = store.next_batch(10)
+    assert batch is not None
+    store.close()
+    assert not store.delivered(batch[0], 2, before=lambda: seen.append(False))
+    assert seen == [True]
+
+
 def test_a_partly_delivered_segment_keeps_only_the_rest_at_close(tmp_path: Path) -> None:
     """Delivery: what the server answered for is not sent again by the next process."""
     store = SpillStore(tmp_path / "d")

@@ -22,7 +22,7 @@ from agentledger.client._disk_moves import DiskMoves
 from agentledger.client._exporter import Answer, Exporter
 from agentledger.client._guard import capture_internal_exceptions, logger
 from agentledger.client._models import DeliveryError, FlushResult, Stats
-from agentledger.client._problems import Problems
+from agentledger.client._problems import Problems, Refusal
 from agentledger.client._queue import EventQueue, item_bytes
 from agentledger.client._redaction import ClientRedactor
 from agentledger.client._retry import RetryPolicy
@@ -462,12 +462,17 @@ class BatchSender:
         if answer.held:
             parked = self._spill.hold([lines[i] for i in answer.held])
         kept = sorted(answer.kept + ([] if parked else answer.held))  # unparked: stay put
-        if not self._spill.delivered(segment, len(lines), [lines[i] for i in kept]):
+        refusals: list[Refusal | None] = []
+
+        def dead_letter() -> None:  # before the segment's file may be deleted
+            refusals.append(self._problems.dead_letter(lines, answer))
+
+        if not self._spill.delivered(segment, len(lines), [lines[i] for i in kept], dead_letter):
             return  # close() released the segment meanwhile: the next process answers for it
         if parked:
             own = len(answer.held) if segment.own else 0
             self._tally.held_back(own=own, adopted=len(answer.held) - own)
-        failed, dead = self._problems.refused(lines, answer)
+        failed, dead = self._problems.announce(refusals[0] if refusals else None)
         self._tally.outcome(
             stored=answer.stored,
             duplicates=answer.duplicates,

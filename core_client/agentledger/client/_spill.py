@@ -11,6 +11,7 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -356,18 +357,27 @@ class SpillStore:
                 self._finish_locked(segment)
             return None
 
-    def delivered(self, segment: Segment, count: int, keep: list[bytes] | None = None) -> bool:
+    def delivered(
+        self,
+        segment: Segment,
+        count: int,
+        keep: list[bytes] | None = None,
+        before: Callable[[], object] | None = None,
+    ) -> bool:
         """Record that the server answered for ``count`` lines of ``segment`` from its
         offset; ``keep``: lines among them to send again (they stay at the segment's head;
-        at close the file is rewritten with what is left).
+        at close the file is rewritten with what is left). ``before`` runs under the lock
+        while the segment is still ours and its file still there (dead letters go first).
 
         Returns:
-            ``False`` when close() released the segment meanwhile: the file still holds
-            these lines and the next process answers for them (the caller counts nothing).
+            ``False`` when close() released the segment meanwhile (``before`` did not run):
+            the next process answers for these lines; the caller counts nothing.
         """
         with self._lock:
             if segment not in self._ready or segment.lines is None:
                 return False
+            if before is not None:
+                before()
             if keep:
                 start = segment.offset
                 segment.lines[start : start + count] = keep
