@@ -20,10 +20,13 @@ from agentledger.client._models import (
     Event,
     ForgetResult,
     ImpactResult,
+    KeyRotation,
     MemoryContext,
     SearchResult,
     Session,
     SessionDiff,
+    SignedHead,
+    SigningKey,
     StateAt,
     WhyResult,
 )
@@ -344,6 +347,36 @@ class AsyncLedgerReads(BaseLedger):
             NotFoundError: no such key.
         """
         await self._request(self._call_revoke_key(key_id))
+
+    async def signing_keys(self) -> list[SigningKey]:
+        """The server's public signing keys, oldest first, retired ones too
+        (``GET /v1/signing-keys``, no key needed). Compare a ``fingerprint`` out of band
+        before trusting a key."""
+        return await self._request(self._call_signing_keys())
+
+    async def sign_head(self, agent: str | None = None) -> SignedHead:
+        """Sign the agent's current chain head now (``POST /v1/signed-heads``; a key bound to
+        an agent signs only its own).
+
+        Raises:
+            NotFoundError: no events of the agent are stored.
+            ServerError: the server's signing-key file cannot be used (503).
+        """
+        return await self._request(self._call_sign_head(agent))
+
+    async def signed_heads(self, agent: str | None = None, limit: int = 100) -> list[SignedHead]:
+        """The agent's signed heads, newest first (``GET /v1/signed-heads``, ``limit``
+        1..1000).
+
+        Raises:
+            NotFoundError: no events of the agent are stored.
+        """
+        return await self._request(self._call_signed_heads(agent, limit))
+
+    async def rotate_signing_key(self) -> KeyRotation:
+        """Retire the active signing key and make a fresh one (admin key); heads signed
+        before keep verifying with the retired public key."""
+        return await self._request(self._call_rotate_signing_key())
 
     async def call_route(
         self,

@@ -22,10 +22,13 @@ from agentledger.client._models import (
     Event,
     ForgetResult,
     ImpactResult,
+    KeyRotation,
     MemoryContext,
     SearchResult,
     Session,
     SessionDiff,
+    SignedHead,
+    SigningKey,
     StateAt,
     WhyResult,
 )
@@ -345,6 +348,36 @@ class LedgerReads(BaseLedger):
             NotFoundError: no such key.
         """
         self._request(self._call_revoke_key(key_id))
+
+    def signing_keys(self) -> list[SigningKey]:
+        """The server's public signing keys, oldest first, retired ones too
+        (``GET /v1/signing-keys``, no key needed). Compare a ``fingerprint`` out of band
+        before trusting a key."""
+        return self._request(self._call_signing_keys())
+
+    def sign_head(self, agent: str | None = None) -> SignedHead:
+        """Sign the agent's current chain head now (``POST /v1/signed-heads``; a key bound to
+        an agent signs only its own).
+
+        Raises:
+            NotFoundError: no events of the agent are stored.
+            ServerError: the server's signing-key file cannot be used (503).
+        """
+        return self._request(self._call_sign_head(agent))
+
+    def signed_heads(self, agent: str | None = None, limit: int = 100) -> list[SignedHead]:
+        """The agent's signed heads, newest first (``GET /v1/signed-heads``, ``limit``
+        1..1000).
+
+        Raises:
+            NotFoundError: no events of the agent are stored.
+        """
+        return self._request(self._call_signed_heads(agent, limit))
+
+    def rotate_signing_key(self) -> KeyRotation:
+        """Retire the active signing key and make a fresh one (admin key); heads signed
+        before keep verifying with the retired public key."""
+        return self._request(self._call_rotate_signing_key())
 
     def call_route(
         self,

@@ -26,6 +26,7 @@ from agentledger.client._models.memory import (
     SessionDiff,
     StateAt,
 )
+from agentledger.client._models.signing import KeyRotation, SignedHead, SigningKey
 
 __all__ = [
     "AgentInfo",
@@ -43,11 +44,14 @@ __all__ = [
     "ForgetResult",
     "ImpactResult",
     "ImportResult",
+    "KeyRotation",
     "MemoryContext",
     "SearchHit",
     "SearchResult",
     "Session",
     "SessionDiff",
+    "SignedHead",
+    "SigningKey",
     "StateAt",
     "Stats",
     "WhyResult",
