@@ -173,3 +173,31 @@ def test_rotation_keeps_old_heads_checkable_with_the_saved_key_list(
     ok = cli(server, "signing", "check", "--published", published, "--public-key", saved)
     assert ok.exit_code == 0, ok.output
     assert "rotating: matches 2 published head(s) (newest #3" in ok.output
+
+
+def test_an_event_changed_before_the_oldest_head_without_new_links_is_reported(
+    server_factory: ServerFactory, tmp_path: Path
+) -> None:
+    """The check also verifies each agent's whole chain once (section "Checking a ledger")."""
+    from _stores import sql_connection
+
+    db = str(tmp_path / "l.db")
+    server = signing_server(server_factory, db, tmp_path)
+    write(server, "edited", 2)
+    write(server, "edited", 2, start=2)
+    published = tmp_path / "published"
+    assert cli(server, "signing", "sign", "--agent", "edited").exit_code == 0
+    with sql_connection(db) as sql:
+        (record,) = sql.execute(
+            "SELECT record FROM events WHERE agent = 'edited' AND sequence_no = 1"
+        ).fetchone()
+        changed = orjson.loads(record) | {"data": {"i": "edited"}}
+        sql.execute(
+            "UPDATE events SET record = ? WHERE agent = 'edited' AND sequence_no = 1",
+            (orjson.dumps(changed, option=orjson.OPT_SORT_KEYS),),
+        )
+    caught = cli(server, "signing", "check", "--published", published, "--fingerprint",
+                 fingerprint(server), "--json")  # fmt: skip
+    assert caught.exit_code == 1
+    kinds = [p["kind"] for p in json.loads(caught.output)["problems"]]
+    assert kinds == ["content_changed"]
