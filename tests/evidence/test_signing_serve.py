@@ -143,3 +143,21 @@ def test_two_processes_on_one_postgres_sign_each_head_once(
     numbers = [h["sequence_no"] for h in heads]
     assert len(numbers) == len(set(numbers)), numbers  # no head signed twice
     assert numbers[0] == 30
+
+
+def test_signing_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Section "Signed chain heads", "When heads are signed": default 60 s, 0 on demand."""
+    from agentledger.server import Settings
+
+    assert (Settings().sign_interval_s, Settings().publish_heads_dir) == (60.0, None)
+    monkeypatch.setenv("AGENTLEDGER_SIGN_INTERVAL_S", "0")
+    monkeypatch.setenv("AGENTLEDGER_PUBLISH_HEADS_DIR", "/srv/heads")
+    monkeypatch.setenv("AGENTLEDGER_PUBLISH_HEADS_URL", "https://audit.example/heads")
+    settings = Settings.from_env()
+    assert settings.sign_interval_s == 0
+    assert settings.publish_heads_dir == "/srv/heads"
+    assert settings.publish_heads_url == "https://audit.example/heads"
+    for bad in ("-1", "soon"):
+        monkeypatch.setenv("AGENTLEDGER_SIGN_INTERVAL_S", bad)
+        with pytest.raises(ValueError, match="AGENTLEDGER_SIGN_INTERVAL_S"):
+            Settings.from_env()
