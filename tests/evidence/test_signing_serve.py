@@ -161,3 +161,43 @@ def test_signing_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPa
         monkeypatch.setenv("AGENTLEDGER_SIGN_INTERVAL_S", bad)
         with pytest.raises(ValueError, match="AGENTLEDGER_SIGN_INTERVAL_S"):
             Settings.from_env()
+
+
+@pytest.mark.parametrize("store_kind", ["sqlite"])
+def test_the_publish_webhook_gets_each_head(
+    server_factory: ServerFactory, store_db: str, tmp_path: Path
+) -> None:
+    """Section "Signed chain heads", "When heads are signed": AGENTLEDGER_PUBLISH_HEADS_URL."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    received: list[dict[str, object]] = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    hook = HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=hook.serve_forever, daemon=True).start()
+    try:
+        server = signing_server(
+            server_factory,
+            store_db,
+            tmp_path,
+            AGENTLEDGER_PUBLISH_HEADS_URL=f"http://127.0.0.1:{hook.server_port}/heads",
+        )
+        write(server, "hooked", 2)
+        signed = httpx.post(
+            f"{server.url}/v1/signed-heads", json={"agent": "hooked"}, headers=server.headers()
+        ).json()
+        wait_for(lambda: received)
+    finally:
+        hook.shutdown()
+    assert received == [signed]
+    verify(server, received[0])
