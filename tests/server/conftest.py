@@ -74,7 +74,8 @@ def twin_dbs(store_kind: str, tmp_path: Path, request: pytest.FixtureRequest) ->
 
 
 @pytest.fixture
-async def twin(twin_dbs: tuple[str, str]) -> AsyncIterator[Twins]:
-    """The twin ledgers of ``_twin_ledgers``, filled, with a client per key."""
-    async with twins(*twin_dbs) as pair:
+async def twin(twin_dbs: tuple[str, str], tmp_path: Path) -> AsyncIterator[Twins]:
+    """The twin ledgers of ``_twin_ledgers``, filled, with a client per key (their signing
+    key in the test's folder, never in the home directory)."""
+    async with twins(*twin_dbs, signing_keys=str(tmp_path / "twin-signing-keys.json")) as pair:
         yield pair

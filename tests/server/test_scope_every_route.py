@@ -88,6 +88,18 @@ ROUTES: dict[str, Row] = {
     "GET /openapi.json": Row(PUBLIC, P("/openapi.json")),
     "GET /health/deep": Row(PUBLIC, P("/health/deep")),
     "GET /v1/signing-keys": Row(PUBLIC, P("/v1/signing-keys")),
+    # -- signed chain heads: a bound key signs and lists only its own agent's heads
+    "POST /v1/signed-heads": Row(
+        WRITE, P("/v1/signed-heads", {"agent": "{A}"}), [P("/v1/signed-heads", {"agent": "{B}"})]
+    ),
+    "GET /v1/signed-heads": Row(
+        READ,
+        P("/v1/signed-heads?agent={A}"),
+        [P("/v1/signed-heads?agent={B}"), P("/v1/signed-heads?agent={B}&limit=1")],
+    ),
+    "POST /v1/signing-keys/rotate": Row(
+        ADMIN, P("/v1/signing-keys/rotate"), [P("/v1/signing-keys/rotate")], admin_sees_b=()
+    ),
     "GET /swagger": Row(PUBLIC, P("/swagger")),
     "GET /docs/oauth2-redirect": Row(PUBLIC, P("/docs/oauth2-redirect")),
     "GET /ui": Row(PUBLIC, P("/ui")),

@@ -23,6 +23,7 @@ from agentledger.cli._keys_commands import keys_app
 from agentledger.cli._mcp_commands import mcp, mcp_proxy
 from agentledger.cli._retention import retention_app
 from agentledger.cli._server_commands import keys_admin, serve
+from agentledger.cli._signing_commands import signing_app
 
 __all__ = ["app", "main"]
 
@@ -40,6 +41,7 @@ _query_commands.register(app)
 _memory_commands.register(app)
 app.add_typer(keys_app, name="keys")
 app.add_typer(retention_app, name="retention")
+app.add_typer(signing_app, name="signing")
 app.command("serve")(serve)
 app.command("keys-admin")(keys_admin)
 app.command("demo")(demo)

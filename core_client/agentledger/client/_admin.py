@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from agentledger.client._models import (
     ApiKey,
+    KeyRotation,
     RetentionEntry,
     RetentionPolicies,
     RetentionPolicy,
@@ -86,3 +87,10 @@ class LedgerAdmin(LedgerReads):
         """The erasure report, newest sweep first: per sweep and agent, when, by which rule,
         how many events and which sessions (``limit`` 1..1,000)."""
         return self._request(self._call_retention_log(agent, limit))
+
+    # -- signing keys ----------------------------------------------------------------------
+
+    def rotate_signing_key(self) -> KeyRotation:
+        """Retire the active signing key and make a fresh one (admin key); heads signed
+        before keep verifying with the retired public key."""
+        return self._request(self._call_rotate_signing_key())

@@ -7,6 +7,7 @@ from __future__ import annotations
 from agentledger.client._async_reads import AsyncLedgerReads
 from agentledger.client._models import (
     ApiKey,
+    KeyRotation,
     RetentionEntry,
     RetentionPolicies,
     RetentionPolicy,
@@ -88,3 +89,10 @@ class AsyncLedgerAdmin(AsyncLedgerReads):
         """The erasure report, newest sweep first: per sweep and agent, when, by which rule,
         how many events and which sessions (``limit`` 1..1,000)."""
         return await self._request(self._call_retention_log(agent, limit))
+
+    # -- signing keys ----------------------------------------------------------------------
+
+    async def rotate_signing_key(self) -> KeyRotation:
+        """Retire the active signing key and make a fresh one (admin key); heads signed
+        before keep verifying with the retired public key."""
+        return await self._request(self._call_rotate_signing_key())

@@ -23,6 +23,8 @@ from agentledger.client._models import (
     SearchResult,
     Session,
     SessionDiff,
+    SignedHead,
+    SigningKey,
     StateAt,
     WhyResult,
 )
@@ -319,3 +321,28 @@ class AsyncLedgerReads(BaseLedger):
     async def agents(self) -> list[AgentInfo]:
         """Every agent the key may read, with first/last seen and event count."""
         return await self._request(self._call_agents())
+
+    async def signing_keys(self) -> list[SigningKey]:
+        """The server's public signing keys, oldest first, retired ones too
+        (``GET /v1/signing-keys``, no key needed). Compare a ``fingerprint`` out of band
+        before trusting a key."""
+        return await self._request(self._call_signing_keys())
+
+    async def sign_head(self, agent: str | None = None) -> SignedHead:
+        """Sign the agent's current chain head now (``POST /v1/signed-heads``; a key bound to
+        an agent signs only its own).
+
+        Raises:
+            NotFoundError: no events of the agent are stored.
+            ServerError: the server's signing-key file cannot be used (503).
+        """
+        return await self._request(self._call_sign_head(agent))
+
+    async def signed_heads(self, agent: str | None = None, limit: int = 100) -> list[SignedHead]:
+        """The agent's signed heads, newest first (``GET /v1/signed-heads``, ``limit``
+        1..1000).
+
+        Raises:
+            NotFoundError: no events of the agent are stored.
+        """
+        return await self._request(self._call_signed_heads(agent, limit))

@@ -21,6 +21,7 @@ from agentledger.client._models import (
     Event,
     ForgetResult,
     ImpactResult,
+    KeyRotation,
     MemoryContext,
     RetentionEntry,
     RetentionPolicies,
@@ -29,6 +30,8 @@ from agentledger.client._models import (
     SearchResult,
     Session,
     SessionDiff,
+    SignedHead,
+    SigningKey,
     StateAt,
     WhyResult,
 )
@@ -73,10 +76,12 @@ def _iso(value: dt.datetime | str | None) -> str | None:
     return value.isoformat()
 
 
-def _list_of(parse: Callable[[dict[str, Any]], T]) -> Callable[[Any], list[T]]:
+def _list_of(parse: Callable[[dict[str, Any]], T], *keys: str) -> Callable[[Any], list[T]]:
+    members = keys or ("items", "events", "sessions", "agents", "keys", "results")
+
     def parse_list(body: Any) -> list[T]:
         if isinstance(body, dict):  # tolerate {"items": [...]} style answers
-            for key in ("items", "events", "sessions", "agents", "keys", "results"):
+            for key in members:
                 if isinstance(body.get(key), list):
                     body = body[key]
                     break
@@ -284,6 +289,20 @@ class ReadCalls:
             lambda body: [RetentionEntry.from_wire(e) for e in (body or {}).get("entries") or []],
             params,
         )
+
+    def _call_signing_keys(self) -> Call[list[SigningKey]]:
+        return Call("GET", "/v1/signing-keys", _list_of(SigningKey.from_wire))
+
+    def _call_sign_head(self, agent: str | None) -> Call[SignedHead]:
+        body = {"agent": self._agent_param(agent)}
+        return Call("POST", "/v1/signed-heads", SignedHead.from_wire, json=body)
+
+    def _call_signed_heads(self, agent: str | None, limit: int) -> Call[list[SignedHead]]:
+        params = {"agent": self._agent_param(agent), "limit": limit}
+        return Call("GET", "/v1/signed-heads", _list_of(SignedHead.from_wire, "heads"), params)
+
+    def _call_rotate_signing_key(self) -> Call[KeyRotation]:
+        return Call("POST", "/v1/signing-keys/rotate", KeyRotation.from_wire)
 
     def _call_health(self) -> Call[dict[str, Any]]:
         return Call("GET", "/health", lambda body: dict(body or {}))

@@ -25,6 +25,8 @@ from agentledger.client._models import (
     SearchResult,
     Session,
     SessionDiff,
+    SignedHead,
+    SigningKey,
     StateAt,
     WhyResult,
 )
@@ -320,3 +322,28 @@ class LedgerReads(BaseLedger):
     def agents(self) -> list[AgentInfo]:
         """Every agent the key may read, with first/last seen and event count."""
         return self._request(self._call_agents())
+
+    def signing_keys(self) -> list[SigningKey]:
+        """The server's public signing keys, oldest first, retired ones too
+        (``GET /v1/signing-keys``, no key needed). Compare a ``fingerprint`` out of band
+        before trusting a key."""
+        return self._request(self._call_signing_keys())
+
+    def sign_head(self, agent: str | None = None) -> SignedHead:
+        """Sign the agent's current chain head now (``POST /v1/signed-heads``; a key bound to
+        an agent signs only its own).
+
+        Raises:
+            NotFoundError: no events of the agent are stored.
+            ServerError: the server's signing-key file cannot be used (503).
+        """
+        return self._request(self._call_sign_head(agent))
+
+    def signed_heads(self, agent: str | None = None, limit: int = 100) -> list[SignedHead]:
+        """The agent's signed heads, newest first (``GET /v1/signed-heads``, ``limit``
+        1..1000).
+
+        Raises:
+            NotFoundError: no events of the agent are stored.
+        """
+        return self._request(self._call_signed_heads(agent, limit))

@@ -22,6 +22,9 @@ from :class:`Settings`.
 | ``AGENTLEDGER_RETENTION_INTERVAL_S`` | ``retention_interval_s`` | ``3600`` | sweep period; 0 off |
 | ``AGENTLEDGER_RETENTION_BATCH`` | ``retention_batch`` | ``500`` | events per sweep transaction |
 | ``AGENTLEDGER_SIGNING_KEYS`` | ``signing_keys`` | ``<db>.signing-keys.json`` | head-signing key |
+| ``AGENTLEDGER_SIGN_INTERVAL_S`` | ``sign_interval_s`` | ``60`` | head signing period; 0 off |
+| ``AGENTLEDGER_PUBLISH_HEADS_DIR`` | ``publish_heads_dir`` | unset | a file per signed head |
+| ``AGENTLEDGER_PUBLISH_HEADS_URL`` | ``publish_heads_url`` | unset | webhook POST per head |
 | ``AGENTLEDGER_EMBEDDINGS_URL`` | ``embeddings.url`` | unset | ``…/v1`` or ``…/embeddings`` |
 | ``AGENTLEDGER_EMBEDDINGS_MODEL`` | ``embeddings.model`` | unset | required with the URL |
 | ``AGENTLEDGER_EMBEDDINGS_API_KEY`` | ``embeddings.api_key`` | unset | bearer key, never logged |
@@ -159,6 +162,11 @@ class Settings:
         signing_keys: the Ed25519 signing-key file of signed chain heads (``None``: next to
             a SQLite file, ``<db>.signing-keys.json``; PostgreSQL: ``~/.agentledger/``); created
             on first use, mode 0600.
+        sign_interval_s: seconds between two rounds of the background head signer, which signs
+            every agent whose chain head moved (``0``: heads are signed on demand only,
+            ``POST /v1/signed-heads``).
+        publish_heads_dir: a directory that gets one JSON file per signed head (``None``: none).
+        publish_heads_url: a webhook URL that gets each signed head POSTed (``None``: none).
     """
 
     db: str = "agentledger.db"
@@ -180,6 +188,9 @@ class Settings:
     retention_interval_s: float = 3600.0
     retention_batch: int = 500
     signing_keys: str | None = None
+    sign_interval_s: float = 60.0
+    publish_heads_dir: str | None = None
+    publish_heads_url: str | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.redact_patterns) - PATTERN_NAMES
@@ -196,6 +207,8 @@ class Settings:
                 "AGENTLEDGER_RETENTION_INTERVAL_S must be >= 0 and "
                 "AGENTLEDGER_RETENTION_BATCH between 1 and 10000"
             )
+        if self.sign_interval_s < 0:
+            raise ValueError("AGENTLEDGER_SIGN_INTERVAL_S must be >= 0 (0: sign on demand only)")
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -224,6 +237,11 @@ class Settings:
             "retention_interval_s": _env_number("AGENTLEDGER_RETENTION_INTERVAL_S", 3600),
             "retention_batch": int(_env_number("AGENTLEDGER_RETENTION_BATCH", 500)),
             "signing_keys": os.environ.get("AGENTLEDGER_SIGNING_KEYS", "").strip() or None,
+            "sign_interval_s": _env_number("AGENTLEDGER_SIGN_INTERVAL_S", 60),
+            "publish_heads_dir": os.environ.get("AGENTLEDGER_PUBLISH_HEADS_DIR", "").strip()
+            or None,
+            "publish_heads_url": os.environ.get("AGENTLEDGER_PUBLISH_HEADS_URL", "").strip()
+            or None,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

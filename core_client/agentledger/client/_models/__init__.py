@@ -32,6 +32,7 @@ from agentledger.client._models.retention import (
     RetentionPolicy,
     RetentionRun,
 )
+from agentledger.client._models.signing import KeyRotation, SignedHead, SigningKey
 
 __all__ = [
     "AgentInfo",
@@ -49,6 +50,7 @@ __all__ = [
     "ForgetResult",
     "ImpactResult",
     "ImportResult",
+    "KeyRotation",
     "MemoryContext",
     "RetentionEntry",
     "RetentionPolicies",
@@ -58,6 +60,8 @@ __all__ = [
     "SearchResult",
     "Session",
     "SessionDiff",
+    "SignedHead",
+    "SigningKey",
     "StateAt",
     "Stats",
     "WhyResult",

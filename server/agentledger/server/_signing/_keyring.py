@@ -1,6 +1,6 @@
 """The server's Ed25519 signing keys: one JSON file (mode 0600), generated on first use,
-rotated by ``agentledger signing-keys rotate``; retired keys keep their public half so old
-signatures stay verifiable. Design: ``docs/design/evidence.md``.
+rotated by ``agentledger signing rotate`` (``POST /v1/signing-keys/rotate``); retired keys
+keep their public half so old signatures stay verifiable. Design: ``docs/design/evidence.md``.
 """
 
 from __future__ import annotations
@@ -63,15 +63,13 @@ class Keyring:
 
     def __init__(self, path: str) -> None:
         self.path = Path(path)
-        if not self.path.exists():
-            self._entries: list[_Entry] = [self._fresh()]
-            self._save()
-        else:
-            self._entries = self._load()
+        self._entries: list[_Entry] = [self._fresh()]
+        if self.path.exists() or not self._save(exclusive=True):
+            self._entries = self._load()  # it existed, or another process created it first
         self._mtime = self.path.stat().st_mtime_ns
 
     def refresh(self) -> None:
-        """Reload the file when another process (``agentledger signing-keys rotate``) changed
+        """Reload the file when another process (a rotation) changed
         it; a stat per call."""
         mtime = self.path.stat().st_mtime_ns
         if mtime != self._mtime:
@@ -110,7 +108,9 @@ class Keyring:
             raise KeyringError(f"signing keys {self.path}: no active key (the last one)")
         return entries
 
-    def _save(self) -> None:
+    def _save(self, *, exclusive: bool = False) -> bool:
+        """Write the file (temporary file, then renamed); ``exclusive``: only when no file
+        exists yet (a hard link, atomic), ``False`` when another process was first."""
         keys: list[dict[str, Any]] = []
         for entry in self._entries:
             item: dict[str, Any] = {
@@ -128,7 +128,16 @@ class Keyring:
             os.chmod(tmp, 0o600)
             with os.fdopen(fd, "wb") as out:
                 out.write(orjson.dumps({"keys": keys}, option=orjson.OPT_INDENT_2))
-            os.replace(tmp, self.path)
+            if not exclusive:
+                os.replace(tmp, self.path)
+                return True
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                return False
+            finally:
+                Path(tmp).unlink(missing_ok=True)
+            return True
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise

@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import os
 import queue
-import re
 import tempfile
 import threading
 import time
@@ -18,32 +17,29 @@ from typing import Any
 import httpx
 import orjson
 
+from agentledger.protocol.head_files import (
+    HeadFileError,
+    head_file_name,
+    head_file_paths,
+    load_head_file,
+)
+
 __all__ = ["HeadPublisher", "head_file_name", "read_published"]
 
 logger = logging.getLogger("agentledger.server")
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-
-
-def head_file_name(head: dict[str, Any]) -> str:
-    """``<agent>/<sequence_no, 12 digits>-<key id>.json`` (unsafe characters as ``_``)."""
-    agent = _UNSAFE.sub("_", str(head["agent"]))
-    key = _UNSAFE.sub("_", str(head["key_id"]))
-    return f"{agent}/{int(head['sequence_no']):012d}-{key}.json"
-
 
 def read_published(directory: str | Path, agent: str) -> list[dict[str, Any]]:
     """The heads of ``agent`` published in ``directory``, oldest first (unreadable files are
-    skipped with a warning)."""
-    folder = Path(directory) / _UNSAFE.sub("_", agent)
+    skipped with a warning; ``agentledger signing check`` reads them strictly instead)."""
     heads = []
-    for path in sorted(folder.glob("*.json")):
+    for path in head_file_paths(directory, agent):
         try:
-            head = orjson.loads(path.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
-            logger.warning("published head %s is not JSON; skipped", path)
+            head = load_head_file(path)
+        except HeadFileError as error:
+            logger.warning("%s; skipped", error)
             continue
-        if isinstance(head, dict) and head.get("agent") == agent:
+        if head["agent"] == agent:
             heads.append(head)
     return heads
 
