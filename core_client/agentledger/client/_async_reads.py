@@ -345,6 +345,16 @@ class AsyncLedgerReads(BaseLedger):
         """
         await self._request(self._call_revoke_key(key_id))
 
+    async def evidence_bundle(self, event_id: str) -> bytes:
+        """``GET /v1/events/{event_id}/evidence``: the event's evidence bundle as zip bytes,
+        to check offline with :func:`agentledger.evidence.verify_bundle`.
+
+        Raises:
+            NotFoundError: no such event; APIStatusError: signing unavailable (503) or
+                refused (409).
+        """
+        return self._body(await self._send(self._call_evidence(str(event_id))))
+
     async def call_route(
         self,
         method: str,

@@ -259,6 +259,18 @@ class ReadCalls:
     def _call_revoke_key(self, key_id: str) -> Call[None]:
         return Call("DELETE", f"/v1/keys/{_seg(key_id)}", lambda _: None, expect_json=False)
 
+    def _call_evidence(self, event_id: str) -> Call[bytes]:
+        return Call(
+            "GET", f"/v1/events/{_seg(event_id)}/evidence", lambda _: b"", expect_json=False
+        )
+
+    @staticmethod
+    def _body(response: httpx.Response) -> bytes:
+        """The raw body of an answer that is not JSON (a zip); an error status raises."""
+        if response.status_code >= 400:
+            raise status_error_from_response(response)
+        return response.content
+
     def _call_health(self) -> Call[dict[str, Any]]:
         return Call("GET", "/health", lambda body: dict(body or {}))
 

@@ -346,6 +346,16 @@ class LedgerReads(BaseLedger):
         """
         self._request(self._call_revoke_key(key_id))
 
+    def evidence_bundle(self, event_id: str) -> bytes:
+        """``GET /v1/events/{event_id}/evidence``: the event's evidence bundle as zip bytes,
+        to check offline with :func:`agentledger.evidence.verify_bundle`.
+
+        Raises:
+            NotFoundError: no such event; APIStatusError: signing unavailable (503) or
+                refused (409).
+        """
+        return self._body(self._send(self._call_evidence(str(event_id))))
+
     def call_route(
         self,
         method: str,
