@@ -14,17 +14,29 @@ import orjson
 
 from _servers import ServerProcess
 
-__all__ = ["active_key", "bundle_of", "files_of", "rezip", "segment", "write_graph"]
+__all__ = [
+    "active_key",
+    "bundle_of",
+    "files_of",
+    "forget",
+    "rezip",
+    "segment",
+    "write_graph",
+    "write_one",
+]
 
 
-def write_graph(server: ServerProcess, agent: str, *, secret: str | None = None) -> list[str]:
+def write_graph(
+    server: ServerProcess, agent: str, *, secret: str | None = None, parent: str | None = None
+) -> list[str]:
     """Five events of ``agent``: ``root -> a -> b -> c`` plus ``side`` caused by ``root``
-    and named by ``b`` in ``caused_by``; ``a`` holds ``secret`` (to forget) when given.
-    Returns the ids ``[root, a, b, c, side]``."""
+    and named by ``b`` in ``caused_by``; ``a`` holds ``secret`` (to forget) when given,
+    ``root`` has ``parent`` when given. Returns the ids ``[root, a, b, c, side]``."""
     ids = [str(uuid.uuid4()) for _ in range(5)]
     root, a, b, c, side = ids
     events = [
-        {"event_id": root, "agent": agent, "event": "user_message", "data": {"text": "refund?"}},
+        {"event_id": root, "agent": agent, "event": "user_message", "data": {"text": "refund?"},
+         "parent_id": parent},
         {"event_id": a, "agent": agent, "event": "llm_call", "parent_id": root,
          "data": {"email": secret or "x"}},
         {"event_id": side, "agent": agent, "event": "tool_call", "parent_id": root,
@@ -76,3 +88,30 @@ def rezip(files: dict[str, bytes]) -> bytes:
 def segment(files: dict[str, bytes], index: int = 0) -> dict[str, Any]:
     doc: dict[str, Any] = orjson.loads(files[f"segments/{index}.json"])
     return doc
+
+
+def write_one(server: ServerProcess, agent: str) -> str:
+    """One ``note`` event of ``agent``; its id."""
+    event_id = str(uuid.uuid4())
+    answer = httpx.post(
+        f"{server.url}/v1/events",
+        json={"event_id": event_id, "agent": agent, "event": "note", "data": {}},
+        headers=server.headers(),
+        timeout=30,
+    )
+    assert answer.status_code in (200, 201), answer.text
+    return event_id
+
+
+def forget(server: ServerProcess, agent: str, key: str, value: str) -> list[str]:
+    """Erase the agent's events holding ``key == value``; the erased ids."""
+    answer = httpx.request(
+        "DELETE",
+        f"{server.url}/v1/memory/forget",
+        json={"filter_key": key, "filter_value": value, "agent": agent},
+        headers=server.headers(),
+        timeout=30,
+    )
+    assert answer.status_code == 200, answer.text
+    ids: list[str] = answer.json()["event_ids"]
+    return ids
