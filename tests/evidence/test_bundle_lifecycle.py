@@ -61,7 +61,7 @@ def test_an_earlier_signed_head_anchors_records_before_an_erased_event(
     agent = _agent()
     first = write_one(ledger_server, agent)
     bundle_of(ledger_server, first)  # signs (and stores) a head at sequence number 1
-    _, a, b, _, _ = write_graph(ledger_server, agent, secret="bo@example.com", parent=first)
+    b = write_graph(ledger_server, agent, secret="bo@example.com", parent=first)[2]
     forget(ledger_server, agent, "email", "bo@example.com")
     bundle = bundle_of(ledger_server, b)
     doc = segment(files_of(bundle))
@@ -116,7 +116,9 @@ def test_hmac_chain_bundle_says_links_were_not_recomputed(
         if redo_checksum:
             row["checksum"] = hashlib.sha256(row["record"].encode()).hexdigest()
         copy["segments/0.json"] = orjson.dumps(doc)
-        return [(p.kind, p.sequence_no) for p in verify_bundle(rezip(copy), public_key=key).problems]
+        return [
+            (p.kind, p.sequence_no) for p in verify_bundle(rezip(copy), public_key=key).problems
+        ]
 
     # an edited record is caught by its checksum ...
     assert ("record_checksum", 2) in edited(redo_checksum=False)

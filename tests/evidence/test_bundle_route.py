@@ -56,7 +56,9 @@ def test_unknown_event_is_404(store_server: ServerProcess) -> None:
         f"{store_server.url}/v1/events/{uuid.uuid4()}/evidence", headers=store_server.headers()
     )
     assert answer.status_code == 404 and "no event" in answer.text
-    bad = httpx.get(f"{store_server.url}/v1/events/not-an-id/evidence", headers=store_server.headers())
+    bad = httpx.get(
+        f"{store_server.url}/v1/events/not-an-id/evidence", headers=store_server.headers()
+    )
     assert bad.status_code == 422 and "event_id" in bad.text
 
 

@@ -165,7 +165,9 @@ def test_a_substituted_key_is_a_wrong_key(signed: tuple[bytes, str]) -> None:
     manifest = orjson.loads(files["manifest.json"])
     import hashlib
 
-    manifest["files"] = {n: hashlib.sha256(d).hexdigest() for n, d in files.items() if n != "manifest.json"}
+    manifest["files"] = {
+        n: hashlib.sha256(d).hexdigest() for n, d in files.items() if n != "manifest.json"
+    }
     manifest["key_id"] = key_id(raw)
     manifest["signature"] = base64.b64encode(forger.sign(manifest_payload(manifest))).decode()
     files["manifest.json"] = orjson.dumps(manifest)

@@ -23,7 +23,9 @@ from agentledger.protocol.signed_heads import key_id
 __all__ = ["PublicKeyInput", "load_public_keys"]
 
 #: What ``public_key=`` accepts: one key or several.
-PublicKeyInput = bytes | str | Path | Ed25519PublicKey | Iterable[bytes | str | Path | Ed25519PublicKey]
+PublicKeyInput = (
+    bytes | str | Path | Ed25519PublicKey | Iterable[bytes | str | Path | Ed25519PublicKey]
+)
 
 
 def _from_text(text: str) -> list[bytes]:

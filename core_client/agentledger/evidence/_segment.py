@@ -92,7 +92,9 @@ def _check_live(
         report.add("column_seal", "received_at or importance differs from its seal", **where)
 
 
-def _check_tombstone(report: Report, row: dict[str, Any], agent: str, hmac: bool, name: str) -> None:
+def _check_tombstone(
+    report: Report, row: dict[str, Any], agent: str, hmac: bool, name: str
+) -> None:
     report.erased += 1
     if hmac:
         return
@@ -136,9 +138,7 @@ def verify_segment(
                 if seq > expected
                 else "rows out of order or repeated"
             )
-            report.add(
-                "sequence", detail, file=name, sequence_no=seq, expected=expected, got=seq
-            )
+            report.add("sequence", detail, file=name, sequence_no=seq, expected=expected, got=seq)
             expected = max(expected, seq + 1)
             prev = row.get("chain_hash")
             by_seq.setdefault(seq, row)

@@ -84,7 +84,9 @@ def _check_manifest(report: Report, files: dict[str, bytes], manifest: Any, keys
         manifest.get("signature"),
         manifest_payload(manifest),
     ):
-        report.add("manifest_signature", "the manifest's signature does not verify", file=MANIFEST_FILE)
+        report.add(
+            "manifest_signature", "the manifest's signature does not verify", file=MANIFEST_FILE
+        )
     listed: dict[str, str] = manifest.get("files") or {}
     for name in REQUIRED_FILES:
         if name != MANIFEST_FILE and name not in listed:
@@ -94,7 +96,13 @@ def _check_manifest(report: Report, files: dict[str, bytes], manifest: Any, keys
             raise MissingFile(name, "listed in the manifest")
         got = hashlib.sha256(files[name]).hexdigest()
         if got != digest:
-            report.add("file_hash", "the file's SHA-256 is not the manifest's", file=name, expected=digest, got=got)
+            report.add(
+                "file_hash",
+                "the file's SHA-256 is not the manifest's",
+                file=name,
+                expected=digest,
+                got=got,
+            )
     for name in sorted(set(files) - set(listed) - {MANIFEST_FILE}):
         report.add("unlisted_file", "a file the manifest does not list", file=name)
 
@@ -106,13 +114,32 @@ def _check_heads(
     chain hash of each head whose signature verified, by sequence number."""
     head = segment["head"]
     if head.get("agent") != segment.get("agent"):
-        report.add("head_signature", "the signed head is another agent's", file=name, expected=segment.get("agent"), got=head.get("agent"))
+        report.add(
+            "head_signature",
+            "the signed head is another agent's",
+            file=name,
+            expected=segment.get("agent"),
+            got=head.get("agent"),
+        )
     checked: dict[int, str] = {}
-    if _signed(keys, f"the signed head of {name}", head.get("key_id"), head.get("signature"), head_payload(head)):
+    if _signed(
+        keys,
+        f"the signed head of {name}",
+        head.get("key_id"),
+        head.get("signature"),
+        head_payload(head),
+    ):
         checked[int(head["sequence_no"])] = str(head["chain_hash"])
-        report.heads.append({k: head[k] for k in ("agent", "sequence_no", "chain_hash", "key_id", "signed_at")})
+        report.heads.append(
+            {k: head[k] for k in ("agent", "sequence_no", "chain_hash", "key_id", "signed_at")}
+        )
     else:
-        report.add("head_signature", "the signed head's signature does not verify", file=name, sequence_no=head.get("sequence_no"))
+        report.add(
+            "head_signature",
+            "the signed head's signature does not verify",
+            file=name,
+            sequence_no=head.get("sequence_no"),
+        )
     for anchor in segment.get("anchors") or []:
         if anchor.get("key_id") not in keys:
             report.notes.append(
@@ -125,7 +152,12 @@ def _check_heads(
         ):
             checked.setdefault(int(anchor["sequence_no"]), str(anchor["chain_hash"]))
         else:
-            report.add("head_signature", "an earlier signed head does not verify", file=name, sequence_no=anchor.get("sequence_no"))
+            report.add(
+                "head_signature",
+                "an earlier signed head does not verify",
+                file=name,
+                sequence_no=anchor.get("sequence_no"),
+            )
     return checked
 
 
@@ -143,18 +175,36 @@ def _named_causes(row: dict[str, Any]) -> set[str] | None:
     return causes
 
 
-def _check_lineage(report: Report, lineage: Any, rows: dict[tuple[str, int], dict[str, Any]]) -> None:
+def _check_lineage(
+    report: Report, lineage: Any, rows: dict[tuple[str, int], dict[str, Any]]
+) -> None:
     by_id = {str(r.get("event_id")): r for r in rows.values()}
     for event in lineage.get("events") or []:
         row = rows.get((str(event.get("agent")), event.get("sequence_no")))
         if row is None or row.get("event_id") != event.get("event_id"):
-            report.add("lineage", "an event of the lineage is not in its agent's chain segment", file=LINEAGE_FILE, sequence_no=event.get("sequence_no"), event_id=event.get("event_id"))
+            report.add(
+                "lineage",
+                "an event of the lineage is not in its agent's chain segment",
+                file=LINEAGE_FILE,
+                sequence_no=event.get("sequence_no"),
+                event_id=event.get("event_id"),
+            )
     if lineage.get("event_id") not in by_id:
-        report.add("lineage", "the bundle's event is not in the chain segment", file=LINEAGE_FILE, event_id=lineage.get("event_id"))
+        report.add(
+            "lineage",
+            "the bundle's event is not in the chain segment",
+            file=LINEAGE_FILE,
+            event_id=lineage.get("event_id"),
+        )
     for edge in lineage.get("edges") or []:
         effect = by_id.get(str(edge.get("effect")))
         if effect is None:
-            report.add("edge", "an edge's effect is not in the segment", file=LINEAGE_FILE, event_id=edge.get("effect"))
+            report.add(
+                "edge",
+                "an edge's effect is not in the segment",
+                file=LINEAGE_FILE,
+                event_id=edge.get("effect"),
+            )
             continue
         named = _named_causes(effect)
         if named is None:
@@ -164,7 +214,14 @@ def _check_lineage(report: Report, lineage: Any, rows: dict[tuple[str, int], dic
                     "only its parent edge can be checked"
                 )
         elif edge.get("cause") not in named:
-            report.add("edge", "the effect's record does not name this cause", file=LINEAGE_FILE, event_id=edge.get("effect"), expected=sorted(named), got=edge.get("cause"))
+            report.add(
+                "edge",
+                "the effect's record does not name this cause",
+                file=LINEAGE_FILE,
+                event_id=edge.get("effect"),
+                expected=sorted(named),
+                got=edge.get("cause"),
+            )
 
 
 def verify_bundle(

@@ -83,14 +83,16 @@ def _row(store: SQLStore, row: ChainRow) -> dict[str, Any]:
     return out
 
 
-def _covering_head(
-    signer: HeadSigner, agent: str, needed: int
-) -> tuple[dict[str, Any], bool]:
+def _covering_head(signer: HeadSigner, agent: str, needed: int) -> tuple[dict[str, Any], bool]:
     """The newest stored head when it covers ``needed`` and is signed by the active key,
     else a head signed now."""
     signer.keyring.refresh()  # a rotation by another process changes the active key
     latest = signer.heads(agent, limit=1)
-    if latest and latest[0]["sequence_no"] >= needed and latest[0]["key_id"] == signer.keyring.active_id:
+    if (
+        latest
+        and latest[0]["sequence_no"] >= needed
+        and latest[0]["key_id"] == signer.keyring.active_id
+    ):
         return latest[0], False
     return signer.sign(agent), True
 

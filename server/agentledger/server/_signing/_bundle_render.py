@@ -55,7 +55,10 @@ def render_summary(material: BundleMaterial, graph_note: str) -> bytes:
     if why["missing"]:
         lines += ["", f"Causes named but not stored: {', '.join(why['missing'])}."]
     if why["depth_truncated"] or why["size_truncated"]:
-        lines += ["", "The ancestry was cut at the server's lineage bounds (`cut_at` in lineage.json)."]
+        lines += [
+            "",
+            "The ancestry was cut at the server's lineage bounds (`cut_at` in lineage.json).",
+        ]
     lines += [
         "",
         f"## What it affected ({len(impact['events'])} events)",
