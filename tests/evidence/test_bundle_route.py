@@ -83,3 +83,30 @@ def test_verifier_imports_neither_server_nor_client(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_lineage_across_agents_has_a_segment_per_agent(ledger_server: ServerProcess) -> None:
+    """An event caused by another agent's event: each agent's chain has its own segment and
+    signed head, the asked event's agent first."""
+    planner, worker = f"planner-{uuid.uuid4().hex[:6]}", f"worker-{uuid.uuid4().hex[:6]}"
+    plan = write_graph(ledger_server, planner)[2]
+    step = str(uuid.uuid4())
+    answer = httpx.post(
+        f"{ledger_server.url}/v1/events",
+        json={
+            "event_id": step,
+            "agent": worker,
+            "event": "tool_call",
+            "caused_by": [plan],
+            "data": {},
+        },
+        headers=ledger_server.headers(),
+    )
+    assert answer.status_code == 201, answer.text
+    bundle = bundle_of(ledger_server, step)
+    files = files_of(bundle)
+    agents = [orjson.loads(files[f"segments/{i}.json"])["agent"] for i in (0, 1)]
+    assert agents == [worker, planner]
+    report = verify_bundle(bundle, public_key=active_key(ledger_server), agent=worker)
+    assert report.ok, [str(p) for p in report.problems]
+    assert {h["agent"] for h in report.heads} == {worker, planner}

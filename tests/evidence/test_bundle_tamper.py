@@ -176,3 +176,24 @@ def test_a_substituted_key_is_a_wrong_key(signed: tuple[bytes, str]) -> None:
         verify_bundle(forged, public_key=key)
     assert caught.value.given == [key_id(bytes.fromhex(key))]
     assert verify_bundle(forged, public_key=raw).ok
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("manifest.json", b"[]"),
+        ("manifest.json", b"{not json"),
+        ("segments/0.json", b'{"agent": "x", "rows": 5}'),
+        ("lineage.json", b'["not", "an", "object"]'),
+    ],
+)
+def test_a_file_not_in_its_format_is_a_corrupt_bundle(
+    signed: tuple[bytes, str], name: str, content: bytes
+) -> None:
+    from agentledger.evidence import CorruptBundle
+
+    bundle, key = signed
+    files = files_of(bundle)
+    files[name] = content
+    with pytest.raises(CorruptBundle):
+        verify_bundle(rezip(files), public_key=key)

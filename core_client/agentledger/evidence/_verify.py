@@ -243,7 +243,18 @@ def verify_bundle(
     """
     keys = load_public_keys(public_key)
     files = _read_zip(source)
+    try:
+        return _verify_files(files, keys, agent)
+    except (KeyError, TypeError, AttributeError, IndexError) as error:
+        raise CorruptBundle(f"a file of the bundle is not in its format ({error!r})") from None
+
+
+def _verify_files(
+    files: dict[str, bytes], keys: dict[str, Ed25519PublicKey], agent: str | None
+) -> Report:
     manifest = _json(files, MANIFEST_FILE)
+    if not isinstance(manifest, dict):
+        raise CorruptBundle(f"{MANIFEST_FILE} is not a JSON object")
     report = Report(event_id=manifest.get("event_id"), agent=manifest.get("agent"))
     if agent is not None and manifest.get("agent") != agent:
         raise WrongAgent(agent, str(manifest.get("agent")))
