@@ -110,3 +110,16 @@ def test_lineage_across_agents_has_a_segment_per_agent(ledger_server: ServerProc
     report = verify_bundle(bundle, public_key=active_key(ledger_server), agent=worker)
     assert report.ok, [str(p) for p in report.problems]
     assert {h["agent"] for h in report.heads} == {worker, planner}
+
+
+def test_a_head_that_does_not_match_its_rows_is_a_409(server_factory: ServerFactory) -> None:
+    """Signing refuses a head the agent's rows contradict (run ``agentledger verify``)."""
+    import sqlite3
+
+    server = server_factory()
+    event = write_graph(server, "bad-head")[2]
+    with sqlite3.connect(server.db) as conn:
+        conn.execute("UPDATE agents SET last_hash = ? WHERE agent = 'bad-head'", ("0" * 64,))
+    answer = httpx.get(f"{server.url}/v1/events/{event}/evidence", headers=server.headers())
+    assert answer.status_code == 409, answer.text
+    assert "cannot sign a head" in answer.text and "agentledger verify" in answer.text

@@ -104,6 +104,11 @@ def _cut(doc: dict[str, Any]) -> None:
     doc["rows"].pop()
 
 
+def _extend(doc: dict[str, Any]) -> None:
+    extra = dict(doc["rows"][-1], sequence_no=RECORDS + 1)
+    doc["rows"].append(extra)
+
+
 def _head(doc: dict[str, Any]) -> None:
     doc["head"]["sequence_no"] -= 1
 
@@ -113,6 +118,7 @@ TAMPERINGS = {
     "reordered records": (_swap, ("sequence", 3), "out of order"),
     "cut before the signed head": (_cut, ("segment_short", 4), "ends before the signed head"),
     "edited signed head": (_head, ("head_signature", 4), "does not verify"),
+    "a row added after the signed head": (_extend, ("segment_short", None), "runs past"),
 }
 
 
