@@ -32,6 +32,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
         ("bench_retention.py", "SQLite: sweep erasure rate"),
         ("bench_otlp.py", "OTLP protobuf, POST /v1/traces"),
         ("bench_signing.py", "HeadSigner.sign + publish to a directory"),
+        ("bench_evidence.py", "verify_bundle, 200 records"),
         pytest.param(
             "bench_lineage.py",
             "SQLite: why(answer), 1,000-event causal DAG",

@@ -185,6 +185,11 @@ ROUTES: dict[str, Row] = {
         P("/v1/events/{a1}/why"),
         [P("/v1/events/{b0}/why"), P("/v1/events/{b1}/why"), P("/v1/events/{a2}/why")],
     ),
+    f"GET {EV}/evidence": Row(
+        READ,
+        P("/v1/events/{a1}/evidence"),
+        [P("/v1/events/{b0}/evidence"), P("/v1/events/{b1}/evidence")],
+    ),
     f"GET {EV}/impact": Row(
         READ,
         P("/v1/events/{a1}/impact"),

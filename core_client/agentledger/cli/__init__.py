@@ -19,6 +19,7 @@ from agentledger.cli import (
 from agentledger.cli._cases_commands import cases_app
 from agentledger.cli._cases_forget import cases_forget
 from agentledger.cli._demo_commands import demo
+from agentledger.cli._evidence_commands import evidence
 from agentledger.cli._keys_commands import keys_app
 from agentledger.cli._mcp_commands import mcp, mcp_proxy
 from agentledger.cli._retention import retention_app
@@ -45,6 +46,7 @@ app.add_typer(signing_app, name="signing")
 app.command("serve")(serve)
 app.command("keys-admin")(keys_admin)
 app.command("demo")(demo)
+app.command("evidence")(evidence)
 cases_app.command("forget")(cases_forget)
 app.add_typer(cases_app, name="cases")
 app.command("mcp")(mcp)

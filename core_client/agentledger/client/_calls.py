@@ -304,6 +304,18 @@ class ReadCalls:
     def _call_rotate_signing_key(self) -> Call[KeyRotation]:
         return Call("POST", "/v1/signing-keys/rotate", KeyRotation.from_wire)
 
+    def _call_evidence(self, event_id: str) -> Call[bytes]:
+        return Call(
+            "GET", f"/v1/events/{_seg(event_id)}/evidence", lambda _: b"", expect_json=False
+        )
+
+    @staticmethod
+    def _body(response: httpx.Response) -> bytes:
+        """The raw body of an answer that is not JSON (a zip); an error status raises."""
+        if response.status_code >= 400:
+            raise status_error_from_response(response)
+        return response.content
+
     def _call_health(self) -> Call[dict[str, Any]]:
         return Call("GET", "/health", lambda body: dict(body or {}))
 

@@ -339,6 +339,16 @@ class LedgerReads(BaseLedger):
         """
         return self._request(self._call_sign_head(agent))
 
+    def evidence_bundle(self, event_id: str) -> bytes:
+        """``GET /v1/events/{event_id}/evidence``: the event's evidence bundle as zip bytes,
+        to check offline with :func:`agentledger.evidence.verify_bundle`.
+
+        Raises:
+            NotFoundError: no such event; APIStatusError: signing unavailable (503) or
+                refused (409).
+        """
+        return self._body(self._send(self._call_evidence(str(event_id))))
+
     def signed_heads(self, agent: str | None = None, limit: int = 100) -> list[SignedHead]:
         """The agent's signed heads, newest first (``GET /v1/signed-heads``, ``limit``
         1..1000).

@@ -21,6 +21,7 @@ from agentledger.server._retention import routes as retention
 from agentledger.server._routes import (
     catalog,
     events,
+    evidence,
     health,
     keys,
     ledger,
@@ -169,6 +170,7 @@ def create_app(
     app.include_router(usage.router)  # token usage, cost, suggestions, reports
     app.include_router(retention.router)  # policies, sweep, erasure log
     app.include_router(signing.router)  # public signing keys of signed chain heads
+    app.include_router(evidence.router)  # GET /v1/events/{id}/evidence (zip)
     app.include_router(otlp.router)  # OpenTelemetry trace ingest (POST /v1/traces)
     mount_dashboard(app)  # /ui/ pages + /ui/static
     for router in extra_routers:
