@@ -21,6 +21,7 @@ __all__ = [
     "first",
     "indexed",
     "input_messages",
+    "retrieval",
     "json_value",
     "output_messages",
     "span_kind",
@@ -52,6 +53,9 @@ KNOWN_KEYS = frozenset(
         "gen_ai.tool.call.arguments",
         "gen_ai.tool.call.result",
         "gen_ai.agent.name",
+        "gen_ai.retrieval.query.text",
+        "gen_ai.retrieval.documents",
+        "embedding.model_name",
         "gen_ai.conversation.id",
         "openinference.span.kind",
         "llm.model_name",
@@ -73,6 +77,8 @@ KNOWN_KEYS = frozenset(
     }
 )
 KNOWN_PREFIXES = (
+    "retrieval.documents.",
+    "embedding.embeddings.",
     "llm.input_messages.",
     "llm.output_messages.",
     "gen_ai.prompt.",
@@ -117,7 +123,7 @@ def span_kind(attrs: dict[str, Any]) -> str:
         return "tool"
     if op in ("invoke_agent", "create_agent") or oi == "AGENT" or loop == "agent":
         return "agent"
-    if oi == "RETRIEVER":
+    if oi == "RETRIEVER" or op == "retrieval":
         return "retriever"
     if oi in ("CHAIN", "RERANKER", "GUARDRAIL", "EVALUATOR") or loop in ("workflow", "task"):
         return "chain"
@@ -374,3 +380,18 @@ def tool_call(span: dict[str, Any]) -> dict[str, Any]:
         "args": _args(first(attrs, "gen_ai.tool.call.arguments", "tool_arguments", "input.value")),
         "result": json_value(result),
     }
+
+
+def retrieval(attrs: dict[str, Any]) -> dict[str, Any]:
+    """``query`` and ``documents`` of a retriever span: OpenInference's flattened
+    ``retrieval.documents.N.document.*`` or GenAI's ``gen_ai.retrieval.documents`` (JSON)."""
+    docs: list[dict[str, Any]] = [
+        {k.removeprefix("document."): json_value(val) for k, val in d.items()}
+        for d in indexed(attrs, "retrieval.documents.")
+    ]
+    if not docs:
+        listed = json_value(attrs.get("gen_ai.retrieval.documents"))
+        if isinstance(listed, list):
+            docs = [d if isinstance(d, dict) else {"content": d} for d in listed]
+    query = first(attrs, "gen_ai.retrieval.query.text", "input.value")
+    return {"query": json_value(query), "documents": docs}
