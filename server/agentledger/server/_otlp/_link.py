@@ -23,6 +23,7 @@ from agentledger.server._otlp._attributes import (
     KNOWN_PREFIXES,
     first,
     input_messages,
+    model_name,
     output_messages,
     retrieval,
     span_kind,
@@ -192,7 +193,8 @@ def _span_events(
     trace_id = span["trace_id"]
     kind = trace.kind[sid]
     agent = span.get("bound_agent") or bound_agent or agent_name(
-        trace.lookup(sid, "gen_ai.agent.name") or span["resource"].get("service.name")
+        trace.lookup(sid, "gen_ai.agent.name", "agent.name")
+        or span["resource"].get("service.name")
     )
     session = str(trace.lookup(sid, "session.id", "gen_ai.conversation.id") or trace_id)[:255]
     user = trace.lookup(sid, "user.id", "enduser.id")
@@ -263,13 +265,7 @@ def _span_events(
             reads.append(ident(run, "user"))
         if not reads and position > 0:
             reads.append(ident(chats[position - 1], "end"))
-        model = first(
-            span["attributes"],
-            "gen_ai.request.model",
-            "llm.model_name",
-            "embedding.model_name",
-            "gen_ai.response.model",
-        )
+        model = model_name(span["attributes"])
         data: dict[str, Any] = {
             "model": model,
             "messages": [
@@ -298,6 +294,8 @@ def _span_events(
         )
         text, calls, reason = _output(span)
         response_model = span["attributes"].get("gen_ai.response.model")
+        if response_model == "unknown":
+            response_model = None
         if error:
             item(
                 "end",
@@ -376,7 +374,7 @@ def _span_events(
         )
     else:
         step_kind = "agent" if kind == "agent" else "chain"
-        name = str(first(span["attributes"], "gen_ai.agent.name") or span["name"])
+        name = str(first(span["attributes"], "gen_ai.agent.name", "agent.name") or span["name"])
         item("start", v.STEP_START, {"name": name, "kind": step_kind}, start, full_meta=True)
         is_run = kind in _RUN_KINDS or parent not in spans
         chats = trace.ordered(sid, "chat") if is_run else []
