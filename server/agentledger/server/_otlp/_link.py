@@ -192,9 +192,13 @@ def _span_events(
     span = spans[sid]
     trace_id = span["trace_id"]
     kind = trace.kind[sid]
-    agent = span.get("bound_agent") or bound_agent or agent_name(
-        trace.lookup(sid, "gen_ai.agent.name", "agent.name")
-        or span["resource"].get("service.name")
+    agent = (
+        span.get("bound_agent")
+        or bound_agent
+        or agent_name(
+            trace.lookup(sid, "gen_ai.agent.name", "agent.name")
+            or span["resource"].get("service.name")
+        )
     )
     session = str(trace.lookup(sid, "session.id", "gen_ai.conversation.id") or trace_id)[:255]
     user = trace.lookup(sid, "user.id", "enduser.id")

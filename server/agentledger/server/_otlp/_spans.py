@@ -113,8 +113,9 @@ def _prepare(
                 prepare(item, max_depth=max_depth, patterns=patterns, received_at=received)
             )
         except ItemError as error:
-            errors.append(f"{raw['event']} of span {raw['metadata']['otel']['span_id']}: "
-                          f"{error.detail}")
+            errors.append(
+                f"{raw['event']} of span {raw['metadata']['otel']['span_id']}: {error.detail}"
+            )
     return prepared, errors
 
 
