@@ -6,10 +6,11 @@ prepared like every other write (limits, redaction, fingerprint) and appended on
 connection, and its spans are marked written. A span already stored (a re-sent export) is
 skipped, so it is never written twice.
 
-Each ready trace is appended under its own savepoint: when the store refuses one of its events
-(an input check, an event id already stored with another body, a value the database cannot
-store), the savepoint is rolled back, so none of that trace's events is stored, and its waiting
-spans are marked refused (``materialised = 2``, never retried); the other traces are written.
+The ready traces are appended at once, under a savepoint. When the store refuses one of their
+events (an input check, an event id already stored with another body, a value the database
+cannot store), that savepoint is rolled back and the traces are appended again one by one,
+each under a savepoint of its own: a refused trace leaves none of its events behind, and its
+waiting spans are marked refused (``materialised = 2``, never retried); the others are written.
 Any other database failure rolls the whole export back and is raised.
 
 On PostgreSQL each transaction first takes the OTLP advisory lock (:data:`OTLP_LOCK_KEY`), so
@@ -82,12 +83,20 @@ def _traces(
     return out
 
 
-def _mark(conn: Connection, trace_id: str, value: int) -> None:
-    conn.execute(
-        update(otlp_spans)
-        .where(and_(otlp_spans.c.trace_id == trace_id, otlp_spans.c.materialised == 0))
-        .values(materialised=value)
-    )
+def _mark(conn: Connection, trace_ids: list[str], value: int) -> None:
+    """Flip the waiting spans of ``trace_ids`` to ``value`` (written or refused)."""
+    ids = sorted(trace_ids)
+    for first in range(0, len(ids), 500):
+        conn.execute(
+            update(otlp_spans)
+            .where(
+                and_(
+                    otlp_spans.c.trace_id.in_(ids[first : first + 500]),
+                    otlp_spans.c.materialised == 0,
+                )
+            )
+            .values(materialised=value)
+        )
 
 
 def _lock_agents(store: SQLStore, conn: Connection, prepared: list[PreparedEvent]) -> None:
@@ -119,45 +128,76 @@ def _prepare(
     return prepared, errors
 
 
-def _write_trace(
-    store: SQLStore,
-    conn: Connection,
-    trace_id: str,
-    raws: list[dict[str, Any]],
-    *,
-    reader: str | None,
-    max_depth: int,
-    patterns: Collection[str],
-    received: str,
+@dataclass
+class _Ready:
+    """A trace to write now: its waiting spans, its events, why they cannot be written."""
+
+    trace_id: str
+    waiting: set[str]
+    mine: set[str]  # its spans of this export
+    reader: str | None
+    prepared: list[PreparedEvent]
+    errors: list[str]
+
+
+def _append(
+    store: SQLStore, conn: Connection, prepared: list[PreparedEvent], reader: str | None
 ) -> tuple[int, list[str]]:
-    """Append one trace's events under a savepoint: ``(written, [])``, or ``(0, reasons)``
-    with nothing of the trace stored and its waiting spans marked refused."""
-    prepared, errors = _prepare(raws, max_depth=max_depth, patterns=patterns, received=received)
+    """Append under a savepoint: ``(written, [])``, or ``(0, reasons)`` with the savepoint
+    rolled back when the store refused an item (any other failure is raised)."""
     written = 0
+    errors: list[str] = []
     conn.exec_driver_sql(f"SAVEPOINT {_SAVEPOINT}")
-    if prepared and not errors:
-        _lock_agents(store, conn, prepared)
-        try:
-            outcomes = store.append_on(conn, prepared, (), reader)
-        except Exception as error:  # SQLAlchemy-wrapped, or the driver's own from a bulk path
-            reason = refused_content(error)
-            if reason is None:
-                raise
-            errors.append(reason)
-        else:
-            for outcome in outcomes:
-                if not outcome.ok:
-                    errors.append(f"event {outcome.event_id}: {outcome.error}")
-                elif not outcome.duplicate:
-                    written += 1
+    _lock_agents(store, conn, prepared)
+    try:
+        outcomes = store.append_on(conn, prepared, (), reader)
+    except Exception as error:  # SQLAlchemy-wrapped, or the driver's own from a bulk path
+        reason = refused_content(error)
+        if reason is None:
+            raise
+        errors.append(reason)
+    else:
+        for outcome in outcomes:
+            if not outcome.ok:
+                errors.append(f"event {outcome.event_id}: {outcome.error}")
+            elif not outcome.duplicate:
+                written += 1
     if errors:
         conn.exec_driver_sql(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
-        _mark(conn, trace_id, REFUSED)
         written = 0
-    else:
-        _mark(conn, trace_id, 1)
     conn.exec_driver_sql(f"RELEASE SAVEPOINT {_SAVEPOINT}")
     return written, errors
+
+
+def _write(store: SQLStore, conn: Connection, ready: list[_Ready], result: IngestResult) -> None:
+    """Write the ready traces: all of one reader in one append (the usual case); when the
+    store refuses something, again trace by trace, a refused trace leaving nothing behind."""
+    refused: list[_Ready] = [r for r in ready if r.errors]
+    written: list[_Ready] = []
+    groups: dict[str | None, list[_Ready]] = {}
+    for entry in ready:
+        if not entry.errors and entry.prepared:
+            groups.setdefault(entry.reader, []).append(entry)
+        elif not entry.errors:
+            written.append(entry)
+    for reader, group in groups.items():
+        count, errors = _append(store, conn, [p for r in group for p in r.prepared], reader)
+        if not errors:
+            result.written += count
+            written.extend(group)
+            continue
+        for entry in group:
+            count, entry.errors = _append(store, conn, entry.prepared, reader)
+            result.written += count
+            (refused if entry.errors else written).append(entry)
+    _mark(conn, [r.trace_id for r in written], 1)
+    _mark(conn, [r.trace_id for r in refused], REFUSED)
+    result.traces += len(ready)
+    for entry in refused:
+        result.rejected += len(entry.waiting & entry.mine)
+        result.errors.append(
+            f"trace {entry.trace_id}: {len(entry.waiting)} span(s) not written ({entry.errors[0]})"
+        )
 
 
 def ingest_spans(
@@ -222,6 +262,7 @@ def ingest_spans(
             .all()
         )
         known.update(_traces(conn, [t for t in stale if t not in known]))
+        ready: list[_Ready] = []
         for trace_id in sorted(known):
             rows = known[trace_id]
             waiting = {sid for sid, (_, done) in rows.items() if not done}
@@ -234,22 +275,10 @@ def ingest_spans(
                 continue
             trace = {sid: span for sid, (span, _) in rows.items()}
             raws = trace_events(trace, waiting, bound_agent=None)
-            reader = next((trace[s].get("bound_agent") for s in sorted(waiting)), None)
-            written, errors = _write_trace(
-                store,
-                conn,
-                trace_id,
-                raws,
-                reader=reader,
-                max_depth=max_depth,
-                patterns=patterns,
-                received=received,
+            prepared, errors = _prepare(
+                raws, max_depth=max_depth, patterns=patterns, received=received
             )
-            result.traces += 1
-            result.written += written
-            if errors:
-                result.rejected += len(waiting & mine)
-                result.errors.append(
-                    f"trace {trace_id}: {len(waiting)} span(s) not written ({errors[0]})"
-                )
+            reader = next((trace[s].get("bound_agent") for s in sorted(waiting)), None)
+            ready.append(_Ready(trace_id, waiting, mine, reader, prepared, errors))
+        _write(store, conn, ready, result)
     return result
