@@ -72,26 +72,29 @@ def test_openinference_rag_chain(store_server: ServerProcess) -> None:
     provider, memory = _provider(agent)
     tracer = provider.get_tracer("test")
     with tracer.start_as_current_span("rag", attributes={"openinference.span.kind": "CHAIN"}):
-        with tracer.start_as_current_span(
-            "retrieve",
-            attributes={
-                "openinference.span.kind": "RETRIEVER",
-                "input.value": QUESTION,
-                "retrieval.documents.0.document.id": "kb-31",
-                "retrieval.documents.0.document.content": "Refunds take 5 days.",
-                "retrieval.documents.0.document.score": 0.91,
-                "retrieval.documents.1.document.id": "kb-12",
-                "retrieval.documents.1.document.content": "Card refunds take longer.",
-                "retrieval.documents.1.document.score": 0.55,
-            },
-        ), tracer.start_as_current_span(
-            "embed",
-            attributes={
-                "openinference.span.kind": "EMBEDDING",
-                "embedding.model_name": "text-embedding-3-small",
-                "embedding.embeddings.0.embedding.text": QUESTION,
-                "llm.token_count.prompt": 7,
-            },
+        with (
+            tracer.start_as_current_span(
+                "retrieve",
+                attributes={
+                    "openinference.span.kind": "RETRIEVER",
+                    "input.value": QUESTION,
+                    "retrieval.documents.0.document.id": "kb-31",
+                    "retrieval.documents.0.document.content": "Refunds take 5 days.",
+                    "retrieval.documents.0.document.score": 0.91,
+                    "retrieval.documents.1.document.id": "kb-12",
+                    "retrieval.documents.1.document.content": "Card refunds take longer.",
+                    "retrieval.documents.1.document.score": 0.55,
+                },
+            ),
+            tracer.start_as_current_span(
+                "embed",
+                attributes={
+                    "openinference.span.kind": "EMBEDDING",
+                    "embedding.model_name": "text-embedding-3-small",
+                    "embedding.embeddings.0.embedding.text": QUESTION,
+                    "llm.token_count.prompt": 7,
+                },
+            ),
         ):
             pass
         with tracer.start_as_current_span(
@@ -168,22 +171,25 @@ def test_genai_retrieval_asked_for_by_a_model_call(store_server: ServerProcess) 
     ):
         with chat("Let me look that up."):
             pass
-        with tracer.start_as_current_span(
-            "retrieval",
-            attributes={
-                "gen_ai.operation.name": "retrieval",
-                "gen_ai.retrieval.query.text": "refund duration",
-                "gen_ai.retrieval.documents": json.dumps(
-                    [{"id": "kb-31", "score": 0.9}, {"id": "kb-12", "score": 0.4}]
-                ),
-            },
-        ), tracer.start_as_current_span(
-            "embeddings text-embedding-3-small",
-            attributes={
-                "gen_ai.operation.name": "embeddings",
-                "gen_ai.request.model": "text-embedding-3-small",
-                "gen_ai.usage.input_tokens": 3,
-            },
+        with (
+            tracer.start_as_current_span(
+                "retrieval",
+                attributes={
+                    "gen_ai.operation.name": "retrieval",
+                    "gen_ai.retrieval.query.text": "refund duration",
+                    "gen_ai.retrieval.documents": json.dumps(
+                        [{"id": "kb-31", "score": 0.9}, {"id": "kb-12", "score": 0.4}]
+                    ),
+                },
+            ),
+            tracer.start_as_current_span(
+                "embeddings text-embedding-3-small",
+                attributes={
+                    "gen_ai.operation.name": "embeddings",
+                    "gen_ai.request.model": "text-embedding-3-small",
+                    "gen_ai.usage.input_tokens": 3,
+                },
+            ),
         ):
             pass
         with chat("About 5 days."):

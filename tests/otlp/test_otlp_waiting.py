@@ -2,7 +2,7 @@
 ``agentledger serve`` (SQLite and PostgreSQL).
 
 Docs: ``docs/pages/opentelemetry.md`` sections "When the events appear" and "Sending spans"
-(the ``refused`` rows); README section "OpenTelemetry".
+(the rows "a trace the store refuses" and "refused whole"); README section "OpenTelemetry".
 """
 
 from __future__ import annotations
@@ -205,3 +205,38 @@ def test_a_span_the_input_checks_refuse_rejects_its_trace(store_server: ServerPr
     assert "tool_call" in partial["errorMessage"]
     assert _events(store_server, refused) == []
     assert len(_events(store_server, kept)) == 10
+
+
+def test_a_session_id_with_nul_rejects_its_trace(store_server: ServerProcess) -> None:
+    # U+0000 in the session id (which PostgreSQL's text cannot hold) is refused by the input
+    # checks on both stores: the trace is rejected, never a 500, nothing half-written
+    refused, kept = f"otel-\x00{uuid.uuid4().hex[:8]}", f"otel-{uuid.uuid4().hex[:8]}"
+    response = _export_json(store_server, recorded_run(refused), recorded_run(kept))
+    assert response.status_code == 200, response.text
+    partial = response.json()["partialSuccess"]
+    assert int(partial["rejectedSpans"]) == 4, partial
+    assert "session_id" in partial["errorMessage"], partial
+    assert len(_events(store_server, kept)) == 10
+
+
+@pytest.mark.postgres
+def test_a_busy_database_is_a_503_the_exporter_retries(
+    server_factory: ServerFactory, pg_db: str
+) -> None:
+    import psycopg
+
+    from agentledger.server._otlp._spans import OTLP_LOCK_KEY
+
+    server = server_factory(db=pg_db, env={"AGENTLEDGER_PG_STATEMENT_TIMEOUT_S": "1"})
+    session = f"otel-{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_db) as other, other.transaction():
+        # another writer holds the OTLP lock longer than the server's lock timeout
+        other.execute("SELECT pg_advisory_xact_lock(%s)", (OTLP_LOCK_KEY,))
+        response = _export_json(server, recorded_run(session))
+    assert response.status_code == 503, response.text
+    assert response.headers["Retry-After"] == "1"
+    assert "busy" in response.json()["message"]
+    assert _events(server, session) == []  # nothing of the export was written
+    # the retry, once the lock is free, writes the whole trace
+    assert _export_json(server, recorded_run(session)).status_code == 200
+    assert len(_events(server, session)) == 10
