@@ -21,6 +21,8 @@ from :class:`Settings`.
 | ``AGENTLEDGER_MODEL_PRICES`` | ``model_prices`` | unset | JSON/TOML file of model prices |
 | ``AGENTLEDGER_RETENTION_INTERVAL_S`` | ``retention_interval_s`` | ``3600`` | sweep period; 0 off |
 | ``AGENTLEDGER_RETENTION_BATCH`` | ``retention_batch`` | ``500`` | events per sweep transaction |
+| ``AGENTLEDGER_OTLP_PENDING_S`` | ``otlp_pending_s`` | ``30`` | OTLP span wait for its root |
+| ``AGENTLEDGER_OTLP_FLUSH_INTERVAL_S`` | ``otlp_flush_interval_s`` | ``5`` | stale flush; 0 off |
 | ``AGENTLEDGER_SIGNING_KEYS`` | ``signing_keys`` | ``<db>.signing-keys.json`` | head-signing key |
 | ``AGENTLEDGER_SIGN_INTERVAL_S`` | ``sign_interval_s`` | ``60`` | head signing period; 0 off |
 | ``AGENTLEDGER_PUBLISH_HEADS_DIR`` | ``publish_heads_dir`` | unset | a file per signed head |
@@ -159,6 +161,10 @@ class Settings:
         retention_interval_s: seconds between two retention sweeps of the background job
             (``0``: no scheduled sweep; ``POST /v1/retention/run`` still works).
         retention_batch: events erased per write transaction of a sweep (1..10000).
+        otlp_pending_s: seconds an OTLP span waits for its trace's root span before it is
+            written without it (> 0).
+        otlp_flush_interval_s: seconds between two flushes of such spans by the background
+            timer (``0``: only the next export writes them).
         signing_keys: the Ed25519 signing-key file of signed chain heads (``None``: next to
             a SQLite file, ``<db>.signing-keys.json``; PostgreSQL: ``~/.agentledger/``); created
             on first use, mode 0600.
@@ -191,6 +197,8 @@ class Settings:
     sign_interval_s: float = 60.0
     publish_heads_dir: str | None = None
     publish_heads_url: str | None = None
+    otlp_pending_s: float = 30.0
+    otlp_flush_interval_s: float = 5.0
 
     def __post_init__(self) -> None:
         unknown = set(self.redact_patterns) - PATTERN_NAMES
@@ -209,6 +217,10 @@ class Settings:
             )
         if self.sign_interval_s < 0:
             raise ValueError("AGENTLEDGER_SIGN_INTERVAL_S must be >= 0 (0: sign on demand only)")
+        if self.otlp_pending_s <= 0 or self.otlp_flush_interval_s < 0:
+            raise ValueError(
+                "AGENTLEDGER_OTLP_PENDING_S must be > 0 and AGENTLEDGER_OTLP_FLUSH_INTERVAL_S >= 0"
+            )
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -242,6 +254,8 @@ class Settings:
             or None,
             "publish_heads_url": os.environ.get("AGENTLEDGER_PUBLISH_HEADS_URL", "").strip()
             or None,
+            "otlp_pending_s": _env_number("AGENTLEDGER_OTLP_PENDING_S", 30),
+            "otlp_flush_interval_s": _env_number("AGENTLEDGER_OTLP_FLUSH_INTERVAL_S", 5),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

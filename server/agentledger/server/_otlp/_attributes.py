@@ -10,6 +10,7 @@ GenAI versions (``gen_ai.user.message``, ``gen_ai.choice``...).
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
@@ -22,7 +23,9 @@ __all__ = [
     "indexed",
     "input_messages",
     "json_value",
+    "model_name",
     "output_messages",
+    "retrieval",
     "span_kind",
     "token_usage",
     "tool_call",
@@ -52,6 +55,10 @@ KNOWN_KEYS = frozenset(
         "gen_ai.tool.call.arguments",
         "gen_ai.tool.call.result",
         "gen_ai.agent.name",
+        "agent.name",
+        "gen_ai.retrieval.query.text",
+        "gen_ai.retrieval.documents",
+        "embedding.model_name",
         "gen_ai.conversation.id",
         "openinference.span.kind",
         "llm.model_name",
@@ -73,6 +80,8 @@ KNOWN_KEYS = frozenset(
     }
 )
 KNOWN_PREFIXES = (
+    "retrieval.documents.",
+    "embedding.embeddings.",
     "llm.input_messages.",
     "llm.output_messages.",
     "gen_ai.prompt.",
@@ -117,7 +126,7 @@ def span_kind(attrs: dict[str, Any]) -> str:
         return "tool"
     if op in ("invoke_agent", "create_agent") or oi == "AGENT" or loop == "agent":
         return "agent"
-    if oi == "RETRIEVER":
+    if oi == "RETRIEVER" or op == "retrieval":
         return "retriever"
     if oi in ("CHAIN", "RERANKER", "GUARDRAIL", "EVALUATOR") or loop in ("workflow", "task"):
         return "chain"
@@ -364,13 +373,75 @@ def output_messages(span: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
+def _callback_args(value: Any) -> Any:
+    """OpenLLMetry's LangChain tool input ``{"input_str": "{'city': 'Lyon'}", "tags": ...,
+    "metadata": ...}`` (the callback's arguments) as the tool's own arguments."""
+    parsed = json_value(value)
+    if not (isinstance(parsed, dict) and "input_str" in parsed and "metadata" in parsed):
+        return value
+    if isinstance(parsed.get("inputs"), dict):
+        return parsed["inputs"]
+    raw = parsed["input_str"]
+    try:  # LangChain passes str() of the arguments: a Python literal, never code to run
+        literal = ast.literal_eval(raw) if isinstance(raw, str) else raw
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return raw
+    return literal if isinstance(literal, dict) else raw
+
+
+def _callback_result(value: Any) -> tuple[Any, Any]:
+    """``(result, tool call id)`` of OpenLLMetry's LangChain tool output ``{"output": <a
+    serialised ToolMessage>, "kwargs": ...}``; anything else as is, with no id."""
+    parsed = json_value(value)
+    if not (isinstance(parsed, dict) and "output" in parsed and "kwargs" in parsed):
+        return parsed, None
+    output = parsed["output"]
+    message = output.get("kwargs") if isinstance(output, dict) and output.get("lc") else None
+    if isinstance(message, dict) and "content" in message:
+        return json_value(message["content"]), message.get("tool_call_id")
+    return output, None
+
+
 def tool_call(span: dict[str, Any]) -> dict[str, Any]:
     """``tool``, ``call_id``, ``args`` and ``result`` of a tool span."""
     attrs = span["attributes"]
-    result = first(attrs, "gen_ai.tool.call.result", "tool_response", "output.value")
+    result, call_id = _callback_result(
+        first(attrs, "gen_ai.tool.call.result", "tool_response", "output.value")
+    )
+    args = first(attrs, "gen_ai.tool.call.arguments", "tool_arguments", "input.value")
     return {
         "tool": str(first(attrs, "gen_ai.tool.name", "tool.name") or span["name"]),
-        "call_id": first(attrs, "gen_ai.tool.call.id", "tool_call.id"),
-        "args": _args(first(attrs, "gen_ai.tool.call.arguments", "tool_arguments", "input.value")),
-        "result": json_value(result),
+        "call_id": first(attrs, "gen_ai.tool.call.id", "tool_call.id") or call_id,
+        "args": _args(_callback_args(args)),
+        "result": result,
     }
+
+
+def model_name(attrs: dict[str, Any]) -> Any:
+    """The requested model; OpenLLMetry's ``unknown`` (a LangChain model without a model
+    parameter) falls back to LangChain's own ``ls_model_name``."""
+    model = first(
+        attrs,
+        "gen_ai.request.model",
+        "llm.model_name",
+        "embedding.model_name",
+        "gen_ai.response.model",
+    )
+    if model in (None, "unknown"):
+        model = first(attrs, "traceloop.association.properties.ls_model_name") or model
+    return model
+
+
+def retrieval(attrs: dict[str, Any]) -> dict[str, Any]:
+    """``query`` and ``documents`` of a retriever span: OpenInference's flattened
+    ``retrieval.documents.N.document.*`` or GenAI's ``gen_ai.retrieval.documents`` (JSON)."""
+    docs: list[dict[str, Any]] = [
+        {k.removeprefix("document."): json_value(val) for k, val in d.items()}
+        for d in indexed(attrs, "retrieval.documents.")
+    ]
+    if not docs:
+        listed = json_value(attrs.get("gen_ai.retrieval.documents"))
+        if isinstance(listed, list):
+            docs = [d if isinstance(d, dict) else {"content": d} for d in listed]
+    query = first(attrs, "gen_ai.retrieval.query.text", "input.value")
+    return {"query": json_value(query), "documents": docs}

@@ -22,9 +22,10 @@ from agentledger.server._otlp._attributes import (
     KNOWN_KEYS,
     KNOWN_PREFIXES,
     first,
-    indexed,
     input_messages,
+    model_name,
     output_messages,
+    retrieval,
     span_kind,
     token_usage,
     tool_call,
@@ -97,6 +98,14 @@ class _Trace:
         return sorted(found, key=lambda s: (self.spans[s]["start_ns"], s))
 
 
+def _run_user(trace: _Trace, run: str) -> str | None:
+    """The span whose ``user`` event is the run's user message, if the run has one."""
+    chats = trace.ordered(run, "chat")
+    if chats and _user_text(input_messages(trace.spans[chats[0]])) is not None:
+        return run
+    return None
+
+
 def _user_text(messages: list[dict[str, Any]]) -> str | None:
     users = [m for m in messages if m["role"] in ("user", "human")]
     return users[-1]["text"] if users and users[-1]["text"] else None
@@ -142,9 +151,10 @@ def trace_events(
     """Batch items (``BatchItemIn`` shape) for the ``targets`` spans of a trace, causes first.
 
     ``spans`` holds every span of the trace received so far (targets included): the causes of
-    a target may be events of spans written earlier. ``bound_agent`` (a key bound to one agent)
-    names the agent of every event; otherwise ``gen_ai.agent.name`` on the span or an ancestor,
-    else the resource's ``service.name``.
+    a target may be events of spans written earlier. The agent of a span's events is the
+    ``bound_agent`` stored with the span (the agent of the key that sent it), else the
+    ``bound_agent`` argument, else ``gen_ai.agent.name`` on the span or an ancestor, else the
+    resource's ``service.name``.
     """
     trace = _Trace(spans)
     out: list[dict[str, Any]] = []
@@ -182,8 +192,13 @@ def _span_events(
     span = spans[sid]
     trace_id = span["trace_id"]
     kind = trace.kind[sid]
-    agent = bound_agent or agent_name(
-        trace.lookup(sid, "gen_ai.agent.name") or span["resource"].get("service.name")
+    agent = (
+        span.get("bound_agent")
+        or bound_agent
+        or agent_name(
+            trace.lookup(sid, "gen_ai.agent.name", "agent.name")
+            or span["resource"].get("service.name")
+        )
     )
     session = str(trace.lookup(sid, "session.id", "gen_ai.conversation.id") or trace_id)[:255]
     user = trace.lookup(sid, "user.id", "enduser.id")
@@ -236,22 +251,25 @@ def _span_events(
             if message["role"] == "tool" and call and str(call) in answered:
                 reads.append(ident(answered[str(call)], "end"))
         position = chats.index(sid) if sid in chats else -1
-        if not reads and position > 0:
-            previous = spans[chats[position - 1]]
+        since = spans[chats[position - 1]]["start_ns"] if position > 0 else None
+        if not reads and since is not None:
             for tool in trace.ordered(run, "tool"):
                 t = spans[tool]
-                if previous["start_ns"] <= t["start_ns"] and t["end_ns"] <= start:
+                if since <= t["start_ns"] and t["end_ns"] <= start:
                     reads.append(ident(tool, "end"))
-        if position == 0 and _user_text(messages) is not None:
+        tool_reads = list(reads)
+        # the documents retrieved since the previous model call (any before the first one)
+        for found in trace.ordered(run, "retriever"):
+            r = spans[found]
+            if (since is None or since <= r["start_ns"]) and r["end_ns"] <= start:
+                reads.append(ident(found, "start"))
+        if kind == "chat" and position == 0 and _user_text(messages) is not None:
             reads.insert(0, ident(run, "user"))
+        elif kind == "embeddings" and not reads and _run_user(trace, run) is not None:
+            reads.append(ident(run, "user"))
         if not reads and position > 0:
             reads.append(ident(chats[position - 1], "end"))
-        model = first(
-            span["attributes"],
-            "gen_ai.request.model",
-            "llm.model_name",
-            "gen_ai.response.model",
-        )
+        model = model_name(span["attributes"])
         data: dict[str, Any] = {
             "model": model,
             "messages": [
@@ -267,8 +285,8 @@ def _span_events(
         system = [m["text"] for m in messages if m["role"] in ("system", "developer")]
         if system:
             data["system_prompt"] = "\n".join(system)
-        if reads:
-            data["tool_result_ids"] = [r for r in reads if r != ident(run, "user")]
+        if tool_reads:
+            data["tool_result_ids"] = tool_reads
         item(
             "start",
             v.LLM_START,
@@ -280,6 +298,8 @@ def _span_events(
         )
         text, calls, reason = _output(span)
         response_model = span["attributes"].get("gen_ai.response.model")
+        if response_model == "unknown":
+            response_model = None
         if error:
             item(
                 "end",
@@ -336,20 +356,29 @@ def _span_events(
             closing["result"] = call["result"]
             item("end", v.TOOL_RESULT, closing, end, parent_id=ident(sid, "start"))
     elif kind == "retriever":
-        attrs = span["attributes"]
-        docs = [
-            {k.removeprefix("document."): val for k, val in d.items()} for d in _indexed_docs(attrs)
-        ]
+        # asked for by the model call that ended before it in the run, else by the user's
+        # message of the run; a later model call reads it (above)
+        run = trace.run_of(sid)
+        before = [c for c in trace.ordered(run, "chat") if spans[c]["end_ns"] <= start]
+        user = _run_user(trace, run)
+        if before:
+            causes = [(ident(before[-1], "end"), v.EDGE_REQUESTED)]
+        elif user is not None:
+            causes = [(ident(user, "user"), v.EDGE_READ)]
+        else:
+            causes = []
         item(
             "start",
             v.RETRIEVAL,
-            {"query": attrs.get("input.value"), "documents": docs},
+            retrieval(span["attributes"]) | {"duration_ms": (end - start) / 1e6},
             end,
+            parent_id=causes[0][0] if causes else None,
+            causes=causes,
             full_meta=True,
         )
     else:
         step_kind = "agent" if kind == "agent" else "chain"
-        name = str(first(span["attributes"], "gen_ai.agent.name") or span["name"])
+        name = str(first(span["attributes"], "gen_ai.agent.name", "agent.name") or span["name"])
         item("start", v.STEP_START, {"name": name, "kind": step_kind}, start, full_meta=True)
         is_run = kind in _RUN_KINDS or parent not in spans
         chats = trace.ordered(sid, "chat") if is_run else []
@@ -361,7 +390,7 @@ def _span_events(
                     "user",
                     v.USER_MESSAGE,
                     {"text": user_text, "role": "user"},
-                    first_chat["start_ns"],
+                    start,  # the message came in when the run started
                     scope_id=ident(sid, "start"),
                 )
             last = max(chats, key=lambda c: (spans[c]["end_ns"], c))
@@ -389,10 +418,6 @@ def _span_events(
 def _agent_output(span: dict[str, Any]) -> str:
     outputs = output_messages(span)
     return "".join(m["text"] for m in outputs)
-
-
-def _indexed_docs(attrs: dict[str, Any]) -> list[dict[str, Any]]:
-    return indexed(attrs, "retrieval.documents.")
 
 
 def _causes_first(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
