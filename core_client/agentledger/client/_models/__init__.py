@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from agentledger.client._models.admin import ApiKey, ImportResult
 from agentledger.client._models.chain import ChainHead, ChainProblem, ChainReport
+from agentledger.client._models.decision import Approval, DecisionView, ModelCall, ModelInput
 from agentledger.client._models.delivery import DeliveryError, FlushResult, Stats
 from agentledger.client._models.events import (
     AgentInfo,
@@ -30,11 +31,13 @@ from agentledger.client._models.memory import (
 __all__ = [
     "AgentInfo",
     "ApiKey",
+    "Approval",
     "BaselineReport",
     "Cause",
     "ChainHead",
     "ChainProblem",
     "ChainReport",
+    "DecisionView",
     "DeliveryError",
     "Edge",
     "Event",
@@ -44,6 +47,8 @@ __all__ = [
     "ImpactResult",
     "ImportResult",
     "MemoryContext",
+    "ModelCall",
+    "ModelInput",
     "SearchHit",
     "SearchResult",
     "Session",
