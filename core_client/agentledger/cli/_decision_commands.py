@@ -70,7 +70,10 @@ def _messages(out: Console, messages: Any) -> None:
 def render(out: Console, view: DecisionView) -> None:
     """Print ``view`` for people (no stored text is read as rich markup)."""
     event = view.event
-    say = lambda text: out.print(text, markup=False, highlight=False)  # noqa: E731
+
+    def say(text: str) -> None:
+        out.print(text, markup=False, highlight=False)
+
     say(f"{event.event} {view.event_id} (agent {view.agent}, {view.timestamp})")
     call = view.model_call
     out.rule("model call")

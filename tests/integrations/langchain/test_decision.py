@@ -16,8 +16,7 @@ an interrupted run".
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, TypedDict
-from typing import Annotated as Ann
+from typing import Annotated, Any, TypedDict
 
 import httpx
 import pytest
@@ -201,7 +200,7 @@ def test_unknown_ids_are_404_and_another_agents_key_is_refused(run: Run) -> None
 
 
 class _Chat(TypedDict):
-    messages: Ann[list[AnyMessage], add_messages]
+    messages: Annotated[list[AnyMessage], add_messages]
 
 
 def _review_graph(model: ScriptedChatModel) -> Any:
@@ -280,9 +279,9 @@ def test_the_step_after_a_resume_names_the_interrupt_the_value_and_who_resumed(
         assert len(view.approvals) == 1
         assert approval.interrupt_id == stop["event_id"]
         assert approval.interrupt is not None and approval.interrupt.event == v.INTERRUPTED
-        assert approval.asked == [{"id": stop["data"]["interrupts"][0]["id"], "value": {
-            "question": "send this refund?"
-        }}]
+        assert approval.asked == [
+            {"id": stop["data"]["interrupts"][0]["id"], "value": {"question": "send this refund?"}}
+        ]
         assert approval.resume_id == resume["event_id"]
         assert approval.value == {"approved": True, "note": "<ok>"}
         assert approval.resumed_by == who and approval.resumed_by_source == source

@@ -17,6 +17,10 @@ def _event(value: Any) -> Event | None:
     return Event.from_wire(value) if isinstance(value, dict) else None
 
 
+def _objects(obj: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return [x for x in obj.get(name) or () if isinstance(x, dict)]
+
+
 def _dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
@@ -129,7 +133,9 @@ class Approval:
             resumed_by_source=obj.get("resumed_by_source")
             if isinstance(obj.get("resumed_by_source"), str)
             else None,
-            interrupt_id=obj.get("interrupt_id") if isinstance(obj.get("interrupt_id"), str) else None,
+            interrupt_id=obj.get("interrupt_id")
+            if isinstance(obj.get("interrupt_id"), str)
+            else None,
             interrupt=_event(obj.get("interrupt")),
             asked=obj.get("asked"),
             timestamp=obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None,
@@ -172,7 +178,6 @@ class DecisionView:
         event = _event(obj.get("event"))
         call = obj.get("model_call")
         lineage = _dict(obj.get("lineage"))
-        items = (lambda name: [x for x in obj.get(name) or () if isinstance(x, dict)])
         return cls(
             event_id=str(obj.get("event_id", "")),
             event=event if event is not None else Event.from_wire({}),
@@ -181,9 +186,9 @@ class DecisionView:
             state=StateAt.from_wire(_dict(obj.get("state"))),
             session_id=obj.get("session_id") if isinstance(obj.get("session_id"), str) else None,
             model_call=ModelCall.from_wire(call) if isinstance(call, dict) else None,
-            reads=tuple(ModelInput.from_wire(x) for x in items("reads")),
-            tool_results=tuple(ModelInput.from_wire(x) for x in items("tool_results")),
-            approvals=tuple(Approval.from_wire(x) for x in items("approvals")),
+            reads=tuple(ModelInput.from_wire(x) for x in _objects(obj, "reads")),
+            tool_results=tuple(ModelInput.from_wire(x) for x in _objects(obj, "tool_results")),
+            approvals=tuple(Approval.from_wire(x) for x in _objects(obj, "approvals")),
             notes=tuple(str(n) for n in obj.get("notes") or ()),
             lineage_complete=bool(lineage.get("complete", True)),
             missing=tuple(str(m) for m in lineage.get("missing") or ()),

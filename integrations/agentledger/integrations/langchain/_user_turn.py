@@ -26,7 +26,15 @@ from langchain_core.prompt_values import PromptValue
 
 from agentledger.integrations.langchain._values import is_langgraph_object
 
-__all__ = ["NO_RESUME", "RESUMER_KEYS", "UserTurn", "resume_text", "resume_value", "resumer", "user_turn"]
+__all__ = [
+    "NO_RESUME",
+    "RESUMER_KEYS",
+    "UserTurn",
+    "resume_text",
+    "resume_value",
+    "resumer",
+    "user_turn",
+]
 
 #: Returned by :func:`resume_value` when the input does not resume an interrupted run.
 NO_RESUME: Any = object()

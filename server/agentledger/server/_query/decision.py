@@ -129,9 +129,7 @@ def _find_model_call(walk: _Walk, event: dict[str, Any]) -> tuple[dict[str, Any]
     return None, "no model call among the event's causes (it was not computed by a model)"
 
 
-def _model_end(
-    store: SQLStore, walk: _Walk, start_id: str, agent: str
-) -> dict[str, Any] | None:
+def _model_end(store: SQLStore, walk: _Walk, start_id: str, agent: str) -> dict[str, Any] | None:
     """The ``llm_end`` (or ``llm_error``) that closes ``start_id``: from the walk when the
     asked event descends from it, else one indexed read by parent."""
     for event in walk.events.values():
@@ -152,9 +150,7 @@ def _model_end(
     return event_dict(row) if row is not None else None
 
 
-def _model_call(
-    store: SQLStore, walk: _Walk, start: dict[str, Any], *, via: str
-) -> dict[str, Any]:
+def _model_call(store: SQLStore, walk: _Walk, start: dict[str, Any], *, via: str) -> dict[str, Any]:
     """``model_call``: the exact inputs stored on the ``llm_start`` and its outcome."""
     data = _data(start)
     metadata = start.get("metadata") if isinstance(start.get("metadata"), dict) else {}
@@ -189,7 +185,7 @@ def _model_call(
     }
 
 
-def _reads(store: SQLStore, walk: _Walk, start: dict[str, Any]) -> list[dict[str, Any]]:
+def _reads(walk: _Walk, start: dict[str, Any]) -> list[dict[str, Any]]:
     """What the model call read: its cause edges (and the tool results its prompt ended
     with, ``tool_result_ids``), each with the tool call behind a tool outcome."""
     wanted: dict[str, str] = {}
@@ -200,7 +196,7 @@ def _reads(store: SQLStore, walk: _Walk, start: dict[str, Any]) -> list[dict[str
     for cause in listed if isinstance(listed, list) else ():
         if isinstance(cause, str):
             wanted.setdefault(cause, v.EDGE_READ)
-    out = []
+    out: list[dict[str, Any]] = []
     for cause, kind in wanted.items():
         event = walk.events.get(cause)
         if event is None:
@@ -296,7 +292,7 @@ def decision_view(
         return None
     start, how = _find_model_call(walk, event)
     model_call = _model_call(store, walk, start, via=how) if start is not None else None
-    reads = _reads(store, walk, start) if start is not None else []
+    reads = _reads(walk, start) if start is not None else []
     timestamp = str(event.get("timestamp"))
     state = QueryStore(store).state_at(event["agent"], timestamp, max_events=STATE_MAX_EVENTS)
     approvals = _approvals(walk, event_id)
