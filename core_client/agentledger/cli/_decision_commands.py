@@ -16,6 +16,7 @@ import orjson
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from agentledger.cli._output import console as _console
 from agentledger.cli._output import dump as _dump
@@ -48,6 +49,11 @@ def _content(message: Any) -> tuple[str, str]:
     return "?", _text(message)
 
 
+def _heading(out: Console, title: str) -> None:
+    """A section title (not a rule: a rule would span the whole pipe width)."""
+    out.print(Text(f"\n{title}", style="bold"))
+
+
 def _messages(out: Console, messages: Any) -> None:
     if not isinstance(messages, list) or not messages:
         out.print("  (no messages stored)")
@@ -63,7 +69,7 @@ def _messages(out: Console, messages: Any) -> None:
     table.add_column("content", overflow="fold")
     for index, message in enumerate(messages):
         role, body = _content(message)
-        table.add_row(str(index), role, body)
+        table.add_row(Text(str(index)), Text(role), Text(body))  # stored text: no markup
     out.print(table)
 
 
@@ -76,7 +82,7 @@ def render(out: Console, view: DecisionView) -> None:
 
     say(f"{event.event} {view.event_id} (agent {view.agent}, {view.timestamp})")
     call = view.model_call
-    out.rule("model call")
+    _heading(out, "model call")
     if call is None:
         for note in view.notes[:1]:
             say(f"no model call: {note}")
@@ -96,7 +102,7 @@ def render(out: Console, view: DecisionView) -> None:
         if call.output is not None:
             say(f"output ({call.output.get('event')}): {_text(call.output.get('text') or '')}")
     if view.reads:
-        out.rule("inputs it read")
+        _heading(out, "inputs it read")
         for item in view.reads:
             if item.event is None:
                 say(f"{item.kind} {item.event_id}: not stored or not readable with this key")
@@ -109,7 +115,7 @@ def render(out: Console, view: DecisionView) -> None:
             data = item.event.data
             value = data.get("result", data.get("error", data.get("text", data)))
             say(f"{head}: {_text(value)}")
-    out.rule("human approval")
+    _heading(out, "human approval")
     if not view.approvals:
         say("none in this step's turn")
     for approval in view.approvals:
@@ -119,7 +125,7 @@ def render(out: Console, view: DecisionView) -> None:
         who = approval.resumed_by or "not recorded"
         source = f" ({approval.resumed_by_source})" if approval.resumed_by_source else ""
         say(f"resumed {approval.resume_id} by {who}{source} with {_text(approval.value)}")
-    out.rule("state at the step's time")
+    _heading(out, "state at the step's time")
     state = view.state
     say(f"{state.event_count} events so far, {len(state.state)} keys")
     for key, value in state.state.items():

@@ -289,6 +289,15 @@ def test_the_step_after_a_resume_names_the_interrupt_the_value_and_who_resumed(
     view = run.ledger.decision(answer["event_id"])
     assert view.model_call is not None and view.model_call.event_id == send_call["event_id"]
     assert resume["event_id"] in {r.event_id for r in view.reads}
+    # the dashboard's event page names the same approval (values escaped)
+    page = httpx.get(
+        f"{run.server.url}/ui/events/{answer['event_id']}",
+        cookies=run.server.ui_cookies(),
+        timeout=30,
+    ).text
+    assert 'id="decision-approvals"' in page and stop["event_id"] in page
+    assert f'<b class="who">{who or "(not recorded)"}</b>' in page
+    assert "&#34;&lt;ok&gt;&#34;" in page and '"<ok>"' not in page
     # a step no model computed: approvals yes, model call no (and it says why)
     step_view = run.ledger.decision(send_step["event_id"])
     assert step_view.model_call is None and step_view.notes
@@ -300,3 +309,72 @@ def test_the_step_after_a_resume_names_the_interrupt_the_value_and_who_resumed(
     assert own.model_call is None and "resume" in own.notes[0]
     assert own.approval is not None and own.approval.interrupt_id == stop["event_id"]
     assert message["event_id"] not in {a.resume_id for a in own.approvals}
+
+
+# --------------------------------------------------------------------- CLI and dashboard
+
+
+def test_the_cli_and_the_event_page_show_the_decision_with_stored_text_escaped(
+    run: Run,
+) -> None:
+    """README, "Command line" (`decision ID`); query.md, "The decision behind an event"
+    (`--json` as the API answered, the dashboard's "Decision" section); dashboard.md, the
+    Event item."""
+    from typer.testing import CliRunner
+
+    from agentledger.cli import app
+
+    recorder = Recorder()
+    agent = create_agent(ScriptedChatModel(respond=recorder, usage=False), [lookup_order])
+    question = "Where is A1? <script>alert(1)</script> [bold]x[/bold]"
+    agent.invoke({"messages": [("user", question)]}, {"callbacks": [run.handler]})
+    events = run.stored()
+    (answer,) = events.of(v.ASSISTANT_RESPONSE)
+    (message,) = events.of(v.USER_MESSAGE)
+    (call,) = events.of(v.TOOL_CALL)
+    args = ["--url", run.server.url, "--api-key", run.server.api_key]
+
+    shown = CliRunner().invoke(app, ["decision", answer["event_id"], *args])
+    assert shown.exit_code == 0, shown.output
+    out = shown.stdout
+    assert out.splitlines()[0].startswith(f"assistant_response {answer['event_id']}")
+    assert question in out  # the message exactly as stored, rich markup not applied
+    assert "model scripted-chat-model" in out
+    assert f"tool_call {call['event_id']}: lookup_order" in out and '"order_id":"A1"' in out
+    assert "none in this step's turn" in out
+    as_json = CliRunner().invoke(app, ["decision", answer["event_id"], "--json", *args])
+    assert as_json.exit_code == 0, as_json.output
+    api = httpx.get(
+        f"{run.server.url}/v1/events/{answer['event_id']}/decision",
+        headers=run.server.headers(),
+        timeout=30,
+    ).json()
+    assert orjson_loads(as_json.stdout) == api
+    none = CliRunner().invoke(app, ["decision", message["event_id"], *args])
+    assert none.exit_code == 0 and "no model call: a user_message is input" in none.stdout
+    missing = CliRunner().invoke(app, ["decision", "00000000-0000-4000-8000-000000000000", *args])
+    assert missing.exit_code == 1 and "no event" in missing.output
+
+    page = httpx.get(
+        f"{run.server.url}/ui/events/{answer['event_id']}",
+        cookies=run.server.ui_cookies(),
+        timeout=30,
+    )
+    assert page.status_code == 200, page.text[:500]
+    html = page.text
+    assert 'id="decision"' in html and 'id="decision-messages"' in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
+    assert "shipped &lt;b&gt;today&lt;/b&gt;" in html  # the tool result it read, escaped
+    assert call["event_id"] in html
+    user_page = httpx.get(
+        f"{run.server.url}/ui/events/{message['event_id']}",
+        cookies=run.server.ui_cookies(),
+        timeout=30,
+    )
+    assert 'id="decision-no-model"' in user_page.text
+
+
+def orjson_loads(text: str) -> Any:
+    import orjson
+
+    return orjson.loads(text)
