@@ -31,6 +31,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
         ("bench_agents_adapters.py", "OpenAI Agents SDK"),
         ("bench_retention.py", "SQLite: sweep erasure rate"),
         ("bench_otlp.py", "OTLP protobuf, POST /v1/traces"),
+        ("bench_decision.py", "decision(answer) over HTTP"),
         pytest.param(
             "bench_lineage.py",
             "SQLite: why(answer), 1,000-event causal DAG",
