@@ -194,6 +194,13 @@ def test_unknown_ids_are_404_and_another_agents_key_is_refused(run: Run) -> None
     ].replace(unknown, "ID")
     bad = httpx.get(f"{base}/v1/events/not-an-id/decision", headers=run.server.headers())
     assert bad.status_code == 422 and "event_id" in bad.text
+    schema = httpx.get(f"{base}/openapi.json", timeout=30).json()
+    route = schema["paths"]["/v1/events/{event_id}/decision"]["get"]
+    assert set(route["responses"]) >= {"200", "404", "422"}
+    assert "DecisionOut" in str(route["responses"]["200"])
+    assert {"model_call", "approvals", "state"} <= set(
+        schema["components"]["schemas"]["DecisionOut"]["properties"]
+    )
 
 
 # --------------------------------------------------------------------- interrupt and resume

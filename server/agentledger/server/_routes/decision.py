@@ -119,7 +119,11 @@ class DecisionOut(BaseModel):
     notes: list[str] = Field(description="sentences explaining the answer (e.g. no model call)")
 
 
-@router.get("/{event_id}/decision", response_model=DecisionOut)
+@router.get(
+    "/{event_id}/decision",
+    response_model=DecisionOut,
+    responses={404: {"description": "no such event, or not one this key may read"}},
+)
 async def decision(event_id: UUID, principal: ReadPrincipal, request: Request) -> Response:
     """The decision-time view of the event: the agent's state at its time, the model call
     behind it (found by cause edges, never scope) with the exact messages, model and
