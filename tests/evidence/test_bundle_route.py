@@ -32,7 +32,8 @@ def test_bundle_verifies_offline_with_only_the_public_key(
     assert (report.event_id, report.agent, report.records) == (b, agent, 5)
     files = files_of(bundle)
     assert set(files) == {
-        "manifest.json", "lineage.json", "keys.json", "summary.md", "graph.png", "segments/0.json"
+        "manifest.json", "lineage.json", "keys.json", "summary.md", "graph.png", "segments/0.json",
+        "decision.json",
     }  # fmt: skip
     lineage = orjson.loads(files["lineage.json"])
     assert lineage["why"]["events"][-1] == b and set(lineage["why"]["events"]) == {root, a, side, b}

@@ -150,9 +150,9 @@ def test_an_edited_file_fails_its_manifest_hash(signed: tuple[bytes, str]) -> No
 def test_a_file_added_to_the_bundle_is_reported(signed: tuple[bytes, str]) -> None:
     bundle, key = signed
     files = files_of(bundle)
-    files["decision.json"] = b"{}"
+    files["extra.json"] = b"{}"
     report = verify_bundle(rezip(files), public_key=key)
-    assert [(p.kind, p.file) for p in report.problems] == [("unlisted_file", "decision.json")]
+    assert [(p.kind, p.file) for p in report.problems] == [("unlisted_file", "extra.json")]
 
 
 def test_a_substituted_key_is_a_wrong_key(signed: tuple[bytes, str]) -> None:

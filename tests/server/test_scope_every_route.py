@@ -190,6 +190,16 @@ ROUTES: dict[str, Row] = {
         P("/v1/events/{a1}/evidence"),
         [P("/v1/events/{b0}/evidence"), P("/v1/events/{b1}/evidence")],
     ),
+    f"GET {EV}/decision": Row(
+        READ,
+        P("/v1/events/{a1}/decision"),
+        [
+            P("/v1/events/{b0}/decision"),
+            P("/v1/events/{b1}/decision"),
+            P("/v1/events/{a2}/decision"),
+            P("/v1/events/{a4}/decision"),
+        ],
+    ),
     f"GET {EV}/impact": Row(
         READ,
         P("/v1/events/{a1}/impact"),

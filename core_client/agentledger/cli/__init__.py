@@ -12,6 +12,7 @@ import typer
 
 from agentledger.cli import (
     _client_commands,
+    _decision_commands,
     _lineage_commands,
     _memory_commands,
     _query_commands,
@@ -37,6 +38,7 @@ app = typer.Typer(
 )
 
 _lineage_commands.register(app)
+_decision_commands.register(app)
 _client_commands.register(app)
 _query_commands.register(app)
 _memory_commands.register(app)

@@ -18,6 +18,7 @@ from agentledger.client._models import (
     ApiKey,
     BaselineReport,
     ChainReport,
+    DecisionView,
     Event,
     ForgetResult,
     ImpactResult,
@@ -117,6 +118,9 @@ class ReadCalls:
             WhyResult.from_wire,
             {"depth": depth, "limit": limit},
         )
+
+    def _call_decision(self, event_id: str) -> Call[DecisionView]:
+        return Call("GET", f"/v1/events/{_seg(event_id)}/decision", DecisionView.from_wire)
 
     def _call_impact(self, event_id: str, depth: int, limit: int) -> Call[ImpactResult]:
         return Call(

@@ -18,6 +18,7 @@ from agentledger.client._models import (
     AgentInfo,
     BaselineReport,
     ChainReport,
+    DecisionView,
     Event,
     ForgetResult,
     ImpactResult,
@@ -119,6 +120,25 @@ class LedgerReads(BaseLedger):
             NotFoundError: no such event.
         """
         return self._request(self._call_why(str(event_id), depth, limit))
+
+    def decision(self, event_id: str) -> DecisionView:
+        """The decision-time view of one event (``GET /v1/events/{id}/decision``): the agent's
+        state at its time, the model call behind it (found by cause edges) with the exact
+        messages, model and parameters it received, the inputs it read (tool results with
+        their tool calls) and the human approvals (interrupt, resume value, who resumed) of its
+        turn.
+
+        Args:
+            event_id: the step to look at (an answer, a tool call, a model call...).
+
+        Returns:
+            :class:`DecisionView`; its ``model_call`` is ``None`` when no model call is behind
+            the event (a user message), with a note saying so.
+
+        Raises:
+            NotFoundError: no such event (or not readable with this key).
+        """
+        return self._request(self._call_decision(str(event_id)))
 
     def impact(
         self,

@@ -15,7 +15,7 @@ class Problem:
     ``kind`` is one of ``file_hash``, ``unlisted_file``, ``manifest_signature``,
     ``head_signature``, ``record_checksum``, ``record_columns``, ``chain_link``,
     ``erasure_mark``, ``column_seal``, ``sequence``, ``segment_short``, ``head_mismatch``,
-    ``anchor_mismatch``, ``lineage``, ``edge``, ``format``.
+    ``anchor_mismatch``, ``lineage``, ``edge``, ``decision``, ``format``.
     """
 
     kind: str

@@ -24,6 +24,7 @@ from agentledger.evidence._report import Report
 from agentledger.evidence._segment import verify_segment
 from agentledger.protocol.evidence_bundle import (
     BUNDLE_FORMAT,
+    DECISION_FILE,
     LINEAGE_FILE,
     MANIFEST_FILE,
     REQUIRED_FILES,
@@ -277,5 +278,42 @@ def _verify_files(
     if str(manifest.get("agent")) not in {a for a, _ in rows}:
         report.add("lineage", "no chain segment of the bundle's agent", file=MANIFEST_FILE)
     _check_lineage(report, lineage, rows)
+    if DECISION_FILE in files:
+        _check_decision(report, _json(files, DECISION_FILE), manifest, rows)
     report.unanchored.sort()
     return report
+
+
+def _decision_ids(decision: dict[str, Any]) -> list[str]:
+    """The records the decision-time view cites: the event, its model call and that call's
+    end, what the call read, and each approval's interrupt and resume."""
+    ids = [decision.get("event_id")]
+    call = decision.get("model_call") or {}
+    ids += [call.get("event_id"), (call.get("output") or {}).get("event_id")]
+    ids += [read.get("event_id") for read in decision.get("reads") or [] if read.get("event")]
+    for approval in decision.get("approvals") or []:
+        ids += [approval.get("resume_id")]
+        ids += [approval.get("interrupt_id")] if approval.get("interrupt") else []
+    return [str(i) for i in ids if i]
+
+
+def _check_decision(
+    report: Report, decision: Any, manifest: dict[str, Any], rows: dict[tuple[str, int], Any]
+) -> None:
+    """``decision.json`` is derived from the records: it must be about the bundle's event and
+    cite only records the segments hold (its ``state`` summarises the agent's state at the
+    time and is covered by the manifest signature only)."""
+    if not isinstance(decision, dict):
+        raise CorruptBundle(f"{DECISION_FILE} is not a JSON object")
+    if decision.get("event_id") != manifest.get("event_id"):
+        report.add("decision", "the decision view is about another event", file=DECISION_FILE,
+                   event_id=decision.get("event_id"))  # fmt: skip
+    held = {str(r.get("event_id")) for r in rows.values()}
+    for event_id in dict.fromkeys(_decision_ids(decision)):
+        if event_id not in held:
+            report.add(
+                "decision",
+                "the decision view cites a record that is not in the chain segments",
+                file=DECISION_FILE,
+                event_id=event_id,
+            )

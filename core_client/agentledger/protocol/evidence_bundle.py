@@ -10,6 +10,7 @@ from typing import Final
 
 __all__ = [
     "BUNDLE_FORMAT",
+    "DECISION_FILE",
     "GRAPH_FILE",
     "KEYS_FILE",
     "LINEAGE_FILE",
@@ -27,6 +28,8 @@ LINEAGE_FILE: Final = "lineage.json"
 KEYS_FILE: Final = "keys.json"
 SUMMARY_FILE: Final = "summary.md"
 GRAPH_FILE: Final = "graph.png"
+#: The decision-time view of the event (derived from the records; covered by the manifest).
+DECISION_FILE: Final = "decision.json"
 SEGMENT_PREFIX: Final = "segments/"
 #: Files every bundle holds (``graph.png`` only when matplotlib was installed).
 REQUIRED_FILES: Final = (MANIFEST_FILE, LINEAGE_FILE, KEYS_FILE, SUMMARY_FILE)

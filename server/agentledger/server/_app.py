@@ -20,6 +20,7 @@ from agentledger.server._query.prices import load_price_table
 from agentledger.server._retention import routes as retention
 from agentledger.server._routes import (
     catalog,
+    decision,
     events,
     evidence,
     health,
@@ -176,4 +177,5 @@ def create_app(
     for router in extra_routers:
         app.include_router(router)
     app.include_router(events.lineage_router)
+    app.include_router(decision.router)  # GET /v1/events/{id}/decision
     return app

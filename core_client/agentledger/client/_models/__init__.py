@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from agentledger.client._models.admin import ApiKey, ImportResult
 from agentledger.client._models.chain import ChainHead, ChainProblem, ChainReport
+from agentledger.client._models.decision import Approval, DecisionView, ModelCall, ModelInput
 from agentledger.client._models.delivery import DeliveryError, FlushResult, Stats
 from agentledger.client._models.events import (
     AgentInfo,
@@ -37,11 +38,13 @@ from agentledger.client._models.signing import KeyRotation, SignedHead, SigningK
 __all__ = [
     "AgentInfo",
     "ApiKey",
+    "Approval",
     "BaselineReport",
     "Cause",
     "ChainHead",
     "ChainProblem",
     "ChainReport",
+    "DecisionView",
     "DeliveryError",
     "Edge",
     "Event",
@@ -52,6 +55,8 @@ __all__ = [
     "ImportResult",
     "KeyRotation",
     "MemoryContext",
+    "ModelCall",
+    "ModelInput",
     "RetentionEntry",
     "RetentionPolicies",
     "RetentionPolicy",

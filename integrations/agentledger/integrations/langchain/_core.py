@@ -32,6 +32,7 @@ from agentledger.integrations.langchain._user_turn import (
     NO_RESUME,
     resume_text,
     resume_value,
+    resumer,
     user_turn,
 )
 from agentledger.integrations.langchain._values import is_langgraph_object, to_data, trim
@@ -197,14 +198,23 @@ class HandlerCore(BaseCallbackHandler):
         session = self._session_id or thread or _new_session_id()
         return Trace(session, self._threads.get(thread)), None, True
 
-    def _log_user_turn(self, inputs: Any, trace: Trace, *, late: bool = False) -> str | None:
+    def _log_user_turn(
+        self,
+        inputs: Any,
+        trace: Trace,
+        *,
+        late: bool = False,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str | None:
         """Log the ``user_message`` a root run was started with, if its input holds one.
 
         Its cause is the previous answer of the same conversation (a LangGraph thread); a
         ``Command(resume=...)`` is the human's answer to the interrupt it names as its cause.
         Returns the event id, or ``None`` when the input holds no user turn. ``late``: the
         input of a streamed chain, known only at its end; logged for the record (``"late":
-        true``), it is no input of the model calls that already ran.
+        true``), it is no input of the model calls that already ran. A resume names who resumed
+        (``resumed_by``, and the metadata key it came from in ``resumed_by_source``) when the
+        run's ``metadata`` holds one of :data:`~._user_turn.RESUMER_KEYS`.
         """
         conversation = trace.conversation
         resume = resume_value(inputs)
@@ -213,6 +223,9 @@ class HandlerCore(BaseCallbackHandler):
             value = self._data(resume)
             text = trim(resume_text(resume, value), self._turn_chars)
             data = {"text": text, "role": "user", "resume": value}
+            who = resumer(metadata)
+            if who is not None:
+                data["resumed_by"], data["resumed_by_source"] = who[0], f"metadata.{who[1]}"
             cause = conversation.take_interrupt()
         else:
             turn = user_turn(inputs)

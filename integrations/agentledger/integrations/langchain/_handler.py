@@ -82,7 +82,7 @@ class LedgerCallbackHandler(ModelHooks):
         """``step_start`` with ``name``, ``kind``, ``inputs`` and LangGraph position fields."""
         trace, parent_id, is_root = self._enclosing(parent_run_id, metadata)
         if is_root:  # the run's root step is caused by the user turn it was started with
-            parent_id = self._log_user_turn(inputs, trace)
+            parent_id = self._log_user_turn(inputs, trace, metadata=metadata)
         name = kwargs.get("name") or (serialized or {}).get("name") or "chain"
         meta = metadata or {}
         started = time.perf_counter()

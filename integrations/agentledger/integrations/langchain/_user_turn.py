@@ -26,7 +26,15 @@ from langchain_core.prompt_values import PromptValue
 
 from agentledger.integrations.langchain._values import is_langgraph_object
 
-__all__ = ["NO_RESUME", "UserTurn", "resume_text", "resume_value", "user_turn"]
+__all__ = [
+    "NO_RESUME",
+    "RESUMER_KEYS",
+    "UserTurn",
+    "resume_text",
+    "resume_value",
+    "resumer",
+    "user_turn",
+]
 
 #: Returned by :func:`resume_value` when the input does not resume an interrupted run.
 NO_RESUME: Any = object()
@@ -126,3 +134,26 @@ def resume_text(value: Any, data: Any) -> str:
         return orjson.dumps(data).decode()
     except (TypeError, orjson.JSONEncodeError):
         return repr(data)
+
+
+#: Run metadata keys naming who resumed an interrupted run, in the order they are tried:
+#: ``resumed_by`` (set for the resume: ``config={"metadata": {"resumed_by": ...}}``),
+#: ``langgraph_auth_user_id`` (LangGraph Server's name of the authenticated user), ``user_id``.
+#: Callbacks get the run config's ``metadata``, not its ``configurable``.
+RESUMER_KEYS = ("resumed_by", "langgraph_auth_user_id", "user_id")
+
+
+def resumer(metadata: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """``(who, metadata key)`` of the person who resumed a run, from its run metadata, or
+    ``None`` when the metadata names nobody (a string or an integer under
+    :data:`RESUMER_KEYS`)."""
+    if not isinstance(metadata, Mapping):
+        return None
+    for key in RESUMER_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            continue
+        text = str(value).strip()
+        if text:
+            return text[:256], key
+    return None

@@ -16,6 +16,7 @@ import orjson
 
 from agentledger.protocol.evidence_bundle import (
     BUNDLE_FORMAT,
+    DECISION_FILE,
     GRAPH_FILE,
     KEYS_FILE,
     LINEAGE_FILE,
@@ -60,9 +61,9 @@ def _keys(material: BundleMaterial, keyring: Keyring) -> dict[str, Any]:
 def assemble_parts(material: BundleMaterial, keyring: Keyring) -> tuple[dict[str, bytes], str]:
     """Every file of the bundle but the manifest, and the note on the graph.
 
-    A new part (the decision-time view as ``decision.json``, say) is one more entry here: the
-    manifest lists and signs whatever this returns, and the verifier checks every listed
-    file's hash.
+    A new part is one more entry here: the manifest lists and signs whatever this returns,
+    and the verifier checks every listed file's hash. ``decision.json`` is the decision-time
+    view of the event; the verifier also checks that every record it cites is in a segment.
     """
     png, graph_note = render_graph(material)
     parts: dict[str, bytes] = {
@@ -72,6 +73,8 @@ def assemble_parts(material: BundleMaterial, keyring: Keyring) -> tuple[dict[str
     }
     if png is not None:
         parts[GRAPH_FILE] = png
+    if material.decision is not None:
+        parts[DECISION_FILE] = orjson.dumps(material.decision, option=_JSON)
     for index, segment in enumerate(material.segments):
         parts[segment_file(index)] = orjson.dumps(
             {

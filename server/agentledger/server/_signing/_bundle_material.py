@@ -15,6 +15,7 @@ from sqlalchemy import select
 
 from agentledger.protocol import limits
 from agentledger.server._chain import ChainRow
+from agentledger.server._query.decision import decision_view
 from agentledger.server._signing._heads import HeadSigner, _row_head
 from agentledger.server._store._sql import SQLStore
 from agentledger.server._tables import signed_heads
@@ -51,6 +52,8 @@ class BundleMaterial:
     edges: list[dict[str, str]]
     events: list[dict[str, Any]]
     segments: list[Segment] = field(default_factory=list)
+    #: the decision-time view (``GET /v1/events/{id}/decision``) of the event
+    decision: dict[str, Any] | None = None
 
 
 def _wire(events: list[Any]) -> list[dict[str, Any]]:
@@ -188,4 +191,5 @@ def gather_material(
         by_agent.setdefault(item["agent"], []).append(int(item["sequence_no"]))
     order = [material.agent, *sorted(a for a in by_agent if a != material.agent)]
     material.segments = [_segment(store, signer, agent, by_agent[agent]) for agent in order]
+    material.decision = decision_view(store, event_id, agent_scope=agent_scope)
     return material

@@ -158,6 +158,12 @@ class LedgerAPI:
         )
         return result
 
+    async def decision(self, event_id: str) -> dict[str, Any]:
+        """GET ``/v1/events/{id}/decision``: the model call behind the event and its inputs,
+        the tool results it read, the human approvals of its turn, the state at its time."""
+        result: dict[str, Any] = await self._call("GET", f"/v1/events/{_seg(event_id)}/decision")
+        return result
+
     async def impact(self, event_id: str, *, depth: int, limit: int) -> dict[str, Any]:
         """GET ``/v1/events/{id}/impact``: the effects as a DAG (``events`` causes first,
         ``edges``, ``cut_at``)."""

@@ -1,4 +1,5 @@
-"""Dashboard pages of one event: ``/ui/events/{id}`` (the event, the graph of its causes and of
+"""Dashboard pages of one event: ``/ui/events/{id}`` (the event, its decision: the model call
+behind it with its inputs, what it read, the human approval; the graph of its causes and of
 its effects), ``/ui/events/{id}/why`` and ``/ui/events/{id}/impact`` (one graph each, with
 ``depth`` and ``limit`` as the API takes them).
 
@@ -29,8 +30,9 @@ Limit = Annotated[int, Query(ge=1, le=limits.LINEAGE_LIMIT_MAX)]
 
 @router.get("/events/{event_id}", response_class=HTMLResponse)
 async def event_page(request: Request, event_id: Annotated[str, Path(max_length=64)]) -> Response:
-    """The event, the graph of its causes (``why()``) and of its effects (``impact()``) with
-    the API's default bounds, and its full record."""
+    """The event, its decision (``GET /v1/events/{id}/decision``), the graph of its causes
+    (``why()``) and of its effects (``impact()``) with the API's default bounds, and its full
+    record."""
 
     async def build(api: LedgerAPI, viewer: Viewer) -> Response:
         event = await api.event(event_id)
@@ -40,12 +42,14 @@ async def event_page(request: Request, event_id: Annotated[str, Path(max_length=
         impact = await api.impact(
             event_id, depth=limits.IMPACT_DEPTH_DEFAULT, limit=limits.LINEAGE_LIMIT_DEFAULT
         )
+        decision = await api.decision(event_id)
         (me,) = view_events([event])
         return render(
             request,
             "event.html",
             viewer=viewer,
             ev=me,
+            decision=decision,
             why=why,
             impact=impact,
             why_graph=lineage_graph(why, direction="why", asked_event=event),
