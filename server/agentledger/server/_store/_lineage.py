@@ -35,20 +35,25 @@ Direction = Literal["why", "impact"]
 
 _EVENT_COLUMNS: Final = ", ".join(f"events.{column.name}" for column in EVENT_COLS)
 _COL = {column.name: index for index, column in enumerate(EVENT_COLS)}
+_OFF: Final = 3  # where EVENT_COLS start in a walked id's row
 _TS, _AGENT, _SEQ, _ID = _COL["timestamp"], _COL["agent"], _COL["sequence_no"], _COL["event_id"]
 
 
 def lineage_sql(direction: Direction, dialect: str, *, scoped: bool) -> str:
     """The walk statement in the driver's parameter style (``:name`` for sqlite3,
     ``%(name)s`` for psycopg); parameters ``event_id``, ``budget`` and, scoped, ``scope``.
-    Each row: the walked id, its edges away from the asked event as ``"id kind,..."``, then
-    the columns of :data:`EVENT_COLS` (all ``NULL`` for an id that is not stored)."""
+
+    Two kinds of row from one walk: per walked id ``(id, NULL, NULL, *EVENT_COLS)`` (the
+    columns all ``NULL`` for an id that is not stored), and per edge leading away from the
+    asked event ``(near id, far id, kind, NULL, ...)``."""
     near, far = ("effect_id", "cause_id") if direction == "why" else ("cause_id", "effect_id")
     scope = " AND e.agent = :scope" if scoped else ""
     if dialect == "postgresql":
         # LATERAL: one index lookup per walked id whatever the planner estimates (a hash join
         # over the whole edge table per step would make a long chain quadratic); no LIMIT
-        # inside a recursive query, so the outer scan stops the walk
+        # inside a recursive query, so the outer scan stops the walk. ``capped`` is read
+        # twice below, so PostgreSQL materialises it: the walk runs once. The server's
+        # sessions run with JIT off (compiling this statement cost more than running it).
         walk = (
             "WITH RECURSIVE walk(node) AS ("
             "SELECT event_id FROM events WHERE event_id = :event_id "
@@ -56,32 +61,23 @@ def lineage_sql(direction: Direction, dialect: str, *, scoped: bool) -> str:
             f"WHERE e.{near} = w.node{scope} OFFSET 0) x"
             "), capped AS (SELECT node FROM walk LIMIT :budget)"
         )
-        links = f"string_agg(e.{far} || ' ' || e.kind, ',')"
-    else:  # SQLite: a LIMIT on the recursive CTE ends the recursion
+    else:  # SQLite: a LIMIT on the recursive CTE ends the recursion; MATERIALIZED: walk once
         walk = (
             "WITH RECURSIVE walk(node) AS ("
             "SELECT event_id FROM events WHERE event_id = :event_id "
             f"UNION SELECT e.{far} FROM event_causes e JOIN walk w ON e.{near} = w.node{scope}"
-            " LIMIT :budget), capped AS (SELECT node FROM walk)"
+            " LIMIT :budget), capped AS MATERIALIZED (SELECT node FROM walk)"
         )
-        links = f"group_concat(e.{far} || ' ' || e.kind, ',')"
+    blanks = ", NULL" * len(EVENT_COLS)
+    # The edges as a join (one index range per walked id), not a string aggregated per id
+    # in a correlated subquery and split again in Python, which cost a third of the time.
     sql = (
-        f"{walk} SELECT c.node, (SELECT {links} FROM event_causes e "
-        f"WHERE e.{near} = c.node{scope}) AS links, {_EVENT_COLUMNS} "
-        "FROM capped c LEFT JOIN events ON events.event_id = c.node"
+        f"{walk} SELECT c.node, NULL, NULL, {_EVENT_COLUMNS} "
+        "FROM capped c LEFT JOIN events ON events.event_id = c.node "
+        f"UNION ALL SELECT e.{near}, e.{far}, e.kind{blanks} "
+        f"FROM capped c JOIN event_causes e ON e.{near} = c.node{scope}"
     )
     return re.sub(r":(\w+)", r"%(\1)s", sql) if dialect == "postgresql" else sql
-
-
-def _links(value: str | None) -> list[tuple[str, str]]:
-    """``"id kind,id kind"`` (ids and kinds hold neither space nor comma) as pairs."""
-    if not value:
-        return []
-    pairs = []
-    for item in value.split(","):
-        far, _, kind = item.partition(" ")
-        pairs.append((far, kind))
-    return pairs
 
 
 def _order(
@@ -162,34 +158,41 @@ def lineage(
     cursor = driver.cursor()
     try:
         cursor.execute(sql, params)
-        rows = {row[0]: row for row in cursor.fetchall()}
+        fetched = cursor.fetchall()
     finally:
         cursor.close()
-    anchor = rows.get(event_id)
-    if anchor is None or anchor[2 + _ID] is None:
-        return None
+    rows: dict[str, Sequence[Any]] = {}
     # per walked node, its edges away from the asked event: (far end, kind)
-    links = {node: _links(row[1]) for node, row in rows.items()}
+    links: dict[str, list[tuple[str, str]]] = {}
+    for row in fetched:
+        if row[1] is None:
+            rows[row[0]] = row
+        else:
+            links.setdefault(row[0], []).append((row[1], row[2]))
+    anchor = rows.get(event_id)
+    if anchor is None or anchor[_OFF + _ID] is None:
+        return None
     hop = _hops(event_id, links, depth + 1)
     stored = {
         node: row
         for node, row in rows.items()
-        if row[2 + _ID] is not None and (agent_scope is None or row[2 + _AGENT] == agent_scope)
+        if row[_OFF + _ID] is not None
+        and (agent_scope is None or row[_OFF + _AGENT] == agent_scope)
     }
     within = [node for node in rows if hop.get(node, depth + 1) <= depth]
     kept = [node for node in within if node in stored]
     missing = sorted(node for node in within if node not in stored)
-    result = Lineage(events=[], edges=[], anchor_agent=str(anchor[2 + _AGENT]))
+    result = Lineage(events=[], edges=[], anchor_agent=str(anchor[_OFF + _AGENT]))
     result.size_truncated = len(rows) > cap
     if len(kept) > cap:
-        kept.sort(key=lambda n: (hop[n], stored[n][2 + _TS], stored[n][2 + _SEQ]))
+        kept.sort(key=lambda n: (hop[n], stored[n][_OFF + _TS], stored[n][_OFF + _SEQ]))
         kept = kept[:cap]
         result.size_truncated = True
     keep = set(kept)
     # why: a cause that is not stored is part of the answer (``missing``); impact: an edge
     # whose effect is not a stored event is no effect at all (only tampering writes one)
     reach = keep | set(missing) if direction == "why" else keep
-    phantom = {n for n in rows if rows[n][2 + _ID] is None} if direction == "impact" else set()
+    phantom = {n for n in rows if rows[n][_OFF + _ID] is None} if direction == "impact" else set()
     edges: set[tuple[str, str, str]] = set()
     cut: set[str] = set()
     for node in kept:
@@ -199,11 +202,13 @@ def lineage(
             elif far not in phantom:
                 cut.add(node)
     result.depth_truncated = any(hop[n] == depth for n in cut)
-    key = {n: (stored[n][2 + _TS], stored[n][2 + _AGENT], stored[n][2 + _SEQ]) for n in kept}
+    key = {
+        n: (stored[n][_OFF + _TS], stored[n][_OFF + _AGENT], stored[n][_OFF + _SEQ]) for n in kept
+    }
     ordered = _order(kept, edges, key)
     if direction == "impact":
         ordered = [n for n in ordered if n != event_id]
-    result.events = [event_fragment(stored[n][2:]) for n in ordered]
+    result.events = [event_fragment(stored[n][_OFF:]) for n in ordered]
     result.edges = [
         {"effect": effect, "cause": cause, "kind": kind} for effect, cause, kind in sorted(edges)
     ]
