@@ -1,8 +1,8 @@
 """The decision-time view inside an evidence bundle (README, "Evidence bundles";
-docs/pages/evidence.md, "What is in it"): ``decision.json`` names the model call behind the event, the exact messages it got and
-the tool result it read; it is listed in the signed manifest, and the verifier reports a view
-that cites a record the segments do not hold, even when the manifest is re-signed with the
-server's own key."""
+docs/pages/evidence.md, "What is in it"): ``decision.json`` names the model call behind the
+event, the exact messages it got and the tool result it read; it is listed in the signed
+manifest, and the verifier reports a view that cites a record the segments do not hold, even
+when the manifest is re-signed with the server's own key."""
 
 from __future__ import annotations
 

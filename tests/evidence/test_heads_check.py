@@ -1,8 +1,9 @@
 """``agentledger signing check --published DIR`` against a real server, SQLite and PostgreSQL
-(docs/pages/evidence.md, "Signed chain heads", "Checking a ledger"; README, "Evidence
-bundles"): a ledger rewritten behind the server's back with every later link recomputed passes the plain verification but not the
-check; a truncation after a published head is caught; a head signed by another key is
-refused; a corrupt head file is a clear error; the other CLI commands print what they say."""
+(docs/pages/evidence.md, "Signed chain heads", "Checking a ledger"; README, "Evidence bundles"):
+a ledger rewritten behind the server's back with every later link recomputed passes the plain
+verification but not the check; a truncation after a published head is caught; a head signed by
+another key is refused; a corrupt head file is a clear error; the other CLI commands print what
+they say."""
 
 from __future__ import annotations
 
