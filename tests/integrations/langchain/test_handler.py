@@ -18,6 +18,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
 
 import agentledger.integrations.langchain as module
@@ -211,6 +212,42 @@ def test_interrupt_is_not_an_error_and_resume_continues_the_session(
     assert len(events.roots()) == 1  # the resumed run continues the first run's lineage
     assert len(events.of("step_end", name="approve")) == 1
     assert handler.open_runs == 0
+
+
+class _Chat(TypedDict):
+    messages: Annotated[list[Any], add_messages]
+
+
+def test_a_run_stopped_by_interrupt_answers_only_when_resumed(
+    handler: LedgerCallbackHandler, stored: Read
+) -> None:
+    """integrations.md: "A run stopped by ``interrupt()`` answers only when it is resumed",
+    also when the graph state already ends with a model's draft reply before the interrupt."""
+
+    def draft(state: _Chat) -> dict[str, Any]:
+        return {"messages": [EchoModel().invoke(state["messages"])]}
+
+    def approve(state: _Chat) -> dict[str, Any]:
+        verdict = interrupt({"question": "send this draft?"})
+        return {"messages": [EchoModel().invoke([HumanMessage(f"sent ({verdict})")])]}
+
+    graph = StateGraph(_Chat)
+    graph.add_node("draft", draft)
+    graph.add_node("approve", approve)
+    graph.add_edge(START, "draft")
+    graph.add_edge("draft", "approve")
+    graph.add_edge("approve", END)
+    app = graph.compile(checkpointer=InMemorySaver(), name="review")
+    config: RunnableConfig = {"callbacks": [handler], "configurable": {"thread_id": "R-1"}}
+
+    first = app.invoke({"messages": [("user", "refund A1")]}, config=config)
+    assert "__interrupt__" in first and isinstance(first["messages"][-1], AIMessage)
+    assert stored().of("assistant_response") == []  # the draft is not an answer
+
+    final = app.invoke(Command(resume="yes"), config=config)
+    assert "sent (yes)" in final["messages"][-1].text
+    (answer,) = stored().of("assistant_response")
+    assert answer["data"]["text"] == final["messages"][-1].text
 
 
 def test_custom_events_hang_under_their_run(handler: LedgerCallbackHandler, stored: Read) -> None:

@@ -145,8 +145,13 @@ class LedgerCallbackHandler(ModelHooks):
     def _log_run_answer(self, outputs: Any, run: Run) -> None:
         """``assistant_response`` for the answer in a root run's outputs, caused by the model
         output that produced it: the ``llm_end`` of its AI message (by message id), else the
-        run's latest ``llm_end``. A run no model answered in logs none."""
+        run's latest ``llm_end``. A run no model answered in logs none, and neither does a run
+        stopped by ``interrupt()``: its state's last AI message is a draft, not the answer
+        (LangGraph ends such a root run normally, and its outputs need not carry
+        ``__interrupt__``)."""
         trace = run.trace
+        if trace.interrupted:
+            return
         latest = trace.last_output
         answer = final_answer(outputs, self._max_chars)
         if answer is None and latest is not None and _is_model_structured(outputs, latest):
