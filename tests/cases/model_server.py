@@ -8,6 +8,8 @@ so a prompt change changes what the candidate does:
 * ``terse`` makes the final answer stop at the token limit (``finish_reason: "length"``);
 * ``chatty`` makes the final answer talk about something else entirely;
 * ``refuse`` makes it decline;
+* a user turn asking when the refund will ``arrive`` checks ``refund_status`` and answers
+  that (the tool calls of earlier turns in the history do not count for this turn);
 * offered no tools (a plain chatbot), it answers at once.
 
 ``POST /v1/responses`` plays the same agent over the Responses API (input items in, output
@@ -30,6 +32,8 @@ from typing import Any
 
 ANSWER = "I refunded the duplicate charge of 49.90 for order A1234 (refund re_1234)."
 CUT = "I refunded the duplicate charge of"
+#: the answer to the follow-up turn ("... when will it arrive?")
+ARRIVAL = "The refund re_1234 reaches your card within five business days."
 REFUSAL = "I'm sorry, but I can't help with refunds. Please contact support."
 CHATTY = "Our store opens at nine on weekdays, and the cafe upstairs has lovely pastries!"
 DIMENSIONS = 64
@@ -59,14 +63,19 @@ def _reply(body: dict[str, Any]) -> dict[str, Any]:
     system = " ".join(
         str(m.get("content") or "") for m in messages if m.get("role") in ("system", "developer")
     ).lower()
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    turn = messages[users[-1] :] if users else messages  # what this turn did so far
+    asked = str(turn[0].get("content") or "").lower() if users else ""
     done = [m.get("name") or "" for m in messages if m.get("role") == "tool"]
     called = [
         c["function"]["name"]
-        for m in messages
+        for m in turn
         if m.get("role") == "assistant"
         for c in m.get("tool_calls") or []
     ]
     plan = ["lookup_order", "verify_charge"] if "verify" in system else ["lookup_order"]
+    if "arrive" in asked:  # the follow-up turn: the refund was made earlier in the conversation
+        plan = ["refund_status"]
     if not body.get("tools"):  # a plain chatbot: no tools offered, it answers at once
         plan = []
     pending = [tool for tool in plan if tool not in called]
@@ -88,6 +97,8 @@ def _reply(body: dict[str, Any]) -> dict[str, Any]:
         message["content"] = CHATTY
     elif "refuse" in system:
         message["content"] = REFUSAL
+    elif "arrive" in asked:
+        message["content"] = ARRIVAL
     else:
         message["content"] = ANSWER
     return {

@@ -32,7 +32,15 @@ def verify_charge(order_id: str) -> dict[str, Any]:
     return {"order_id": order_id, "duplicate": True, "charge_id": "ch_2"}
 
 
+@tool
+def refund_status(order_id: str) -> dict[str, Any]:
+    """Where the refund of an order is."""
+    return {"order_id": order_id, "refund": "re_1234", "arrives_in_days": 5}
+
+
 TOOLS = [lookup_order, verify_charge]
+#: the tools of the two-turn conversation (the follow-up asks where the refund is)
+TURN_TOOLS = [*TOOLS, refund_status]
 
 
 def build(

@@ -70,7 +70,11 @@ def test_a_version_1_file_loads_without_lineage_and_keeps_its_version(tmp_path: 
         (lambda d: d["expect"]["must_call"].append({"tol": "x"}), "expect.must_call.2.tool"),
         (lambda d: d.update(inputs=[]), "inputs"),
         (lambda d: d.update(case_id="no spaces allowed"), "case_id"),
-        (lambda d: d.update(schema_version=3), "schema_version"),
+        (lambda d: d.update(schema_version=4), "schema_version"),
+        (lambda d: d.update(schema_version=2, turn_answers=["a"]), "turn_answers"),
+        (lambda d: d.update(turn_answers=["a", "b"]), "turn_answers"),
+        (lambda d: d.update(history=[{"role": "user"}], schema_version=2), "history"),
+        (lambda d: d.update(tool_stubs={"t": [{"order": 0, "turn": 1}]}), "tool_stubs"),
         (lambda d: d.update(schema_version=1, lineage={"steps": []}), "lineage"),
         (lambda d: d.update(lineage={"steps": [{"step": -1}]}), "lineage.steps.0.step"),
         (

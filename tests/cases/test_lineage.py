@@ -22,6 +22,7 @@ from langchain_core.tools import BaseTool, tool
 from rich.console import Console
 
 from agentledger.cases import (
+    SCHEMA_VERSION,
     Divergence,
     RunTarget,
     load_case,
@@ -187,7 +188,7 @@ def test_export_records_what_each_step_affected_through_causes_not_scope(
     result = export(ledger_server, agent_name, "chained", tmp_path / "cases")
     assert result.exit_code == 0, result.output
     case = load_case(next((tmp_path / "cases").glob("*.json")))
-    assert case.schema_version == 2 and case.inputs == [QUESTION]
+    assert case.schema_version == SCHEMA_VERSION and case.inputs == [QUESTION]
     assert case.source_answer == ANSWER
     assert case.source_path() == [
         ("find_order", {"order_id": "A1"}),

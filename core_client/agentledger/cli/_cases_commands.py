@@ -34,6 +34,7 @@ from agentledger.cli._cases_options import (
     RunIdOpt,
     SystemPromptOpt,
     TemperatureOpt,
+    TurnOpt,
 )
 from agentledger.cli._errors import NO_AGENT, explain
 from agentledger.cli._output import console as _console
@@ -281,6 +282,7 @@ def run(
     model: ModelOpt = None,
     temperature: TemperatureOpt = None,
     base_url: BaseUrlOpt = None,
+    turn: TurnOpt = "all",
 ) -> None:
     """Run every case N times against the candidate; exit 1 when a check misses its rate
     or a corpus gate fails."""
@@ -291,10 +293,12 @@ def run(
             GateOptions,
             SpecError,
             default_run_id,
+            expand_turns,
             ledger_target,
             load_baseline,
             load_cases,
             load_object,
+            parse_turn,
             print_summary,
             resolve_embedder,
             run_suite,
@@ -320,7 +324,7 @@ def run(
         raise _fail(console, "no candidate: pass --factory module:attribute", 2)
     agent_name = agent or "agentledger-cases"
     try:
-        cases = load_cases(cases_dir)
+        cases = expand_turns(load_cases(cases_dir), parse_turn(turn))
         candidate = load_object(factory, "--factory")
         real_tools = load_object(tools, "--tools") if tools is not None else []
         if not callable(candidate):

@@ -109,3 +109,12 @@ BaseUrlOpt = Annotated[
         "base_url= (agentledger.cases:openai_candidate uses it)."
     ),
 ]
+
+TurnOpt = Annotated[
+    str,
+    typer.Option(
+        "--turn",
+        help="Multi-turn cases: all (regenerate every turn), last, each, or a turn number N; "
+        "a chosen turn runs on the recorded conversation before it.",
+    ),
+]

@@ -91,6 +91,7 @@ if TYPE_CHECKING:
         stub_tools,
     )
     from agentledger.cases._target import RunTarget, ledger_target
+    from agentledger.cases._turns import TurnChoice, expand_turns, parse_turn, turn_case
     from agentledger.cases._vcr import record_cassette
     from agentledger.testing import EmbeddedServerError
 
@@ -131,6 +132,7 @@ __all__ = [
     "StubRegistry",
     "SuiteReport",
     "ToolCallCheck",
+    "TurnChoice",
     "UnexpectedToolCall",
     "allocate_strata",
     "baseline_scores",
@@ -139,6 +141,7 @@ __all__ = [
     "check",
     "default_run_id",
     "draw_sample",
+    "expand_turns",
     "export_cases",
     "forget_cases",
     "forget_sessions",
@@ -152,6 +155,7 @@ __all__ = [
     "looks_like_refusal",
     "markdown_summary",
     "openai_candidate",
+    "parse_turn",
     "parse_when",
     "print_summary",
     "record_cassette",
@@ -162,6 +166,7 @@ __all__ = [
     "stub_tools",
     "subject_ref_of",
     "suite_run_id",
+    "turn_case",
     "write_histogram",
     "write_junit",
     "write_markdown",
@@ -238,6 +243,10 @@ _LAZY = {
     "looks_like_refusal": "._checks",
     "baseline_scores": "._histogram",
     "write_histogram": "._histogram",
+    "TurnChoice": "._turns",
+    "expand_turns": "._turns",
+    "parse_turn": "._turns",
+    "turn_case": "._turns",
     "EmbeddedServerError": "agentledger.testing",
 }
 

@@ -229,12 +229,34 @@ def _erased(event: Event) -> bool:
     return bool(event.extra.get("erased"))
 
 
-def _stubs(steps: Sequence[Step]) -> dict[str, list[StubCall]]:
+def _turns(events: Sequence[Event]) -> dict[str, int]:
+    """Each event's turn: the index (among the user messages kept as inputs) of the latest
+    user message logged before it; events before the first one belong to turn 0."""
+    turn, out = -1, {}
+    for event in events:
+        if event.event == v.USER_MESSAGE and not _erased(event):
+            turn += 1
+        out[event.event_id] = max(turn, 0)
+    return out
+
+
+def _turn_answers(events: Sequence[Event], turns: Mapping[str, int], count: int) -> list[Any]:
+    """The last answer of each of ``count`` turns (``None`` for a turn that gave none)."""
+    answers: list[Any] = [None] * count
+    for event in events:
+        if event.event == v.ASSISTANT_RESPONSE and not _erased(event):
+            answers[turns[event.event_id]] = _text(event.data.get("text"))
+    return answers
+
+
+def _stubs(steps: Sequence[Step], turns: Mapping[str, int] | None) -> dict[str, list[StubCall]]:
     stubs: dict[str, list[StubCall]] = {}
     for order, (call, answer) in enumerate(steps):
         tool = _text(call.data.get("tool")) or "tool"
         args = call.data.get("args")
         stub = StubCall(args=dict(args) if isinstance(args, Mapping) else {}, order=order)
+        if turns is not None:
+            stub.turn = turns[call.event_id]
         if answer is not None and _erased(answer):
             stub.error = "the result was erased by forget in the source session"
         elif answer is not None and answer.event == v.TOOL_ERROR:
@@ -309,7 +331,8 @@ def build_case(
     ]
     answers = [e for e in events if e.event == v.ASSISTANT_RESPONSE and not _erased(e)]
     steps = _tool_steps(events)
-    stubs = _stubs(steps)
+    turns = _turns(events) if len(inputs) > 1 else None  # a turn of its own needs two
+    stubs = _stubs(steps, turns)
     order = [
         name
         for name, _ in sorted(
@@ -335,6 +358,8 @@ def build_case(
         "source_answer": _text(answers[-1].data.get("text")) if answers else None,
         "captured_with": _captured_with(events),
     }
+    if turns is not None:
+        raw["turn_answers"] = _turn_answers(events, turns, len(inputs))
     # the stratum is a label value: under its own key, it is redacted and replaced like the rest
     key = selection.stratify_by if selection is not None else None
     if selection is not None and key and selection.stratum not in (NONE_STRATUM, ALL_STRATUM):

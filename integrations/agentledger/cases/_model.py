@@ -46,9 +46,10 @@ __all__ = [
     "save_case",
 ]
 
-#: Version of the case file format written by this code. Version 2 added ``lineage``; files of
-#: version 1 (no lineage) still load.
-SCHEMA_VERSION: Final = 2
+#: Version of the case file format written by this code. Version 2 added ``lineage``, version 3
+#: the turns of a multi-turn case (``turn_answers``, ``StubCall.turn``) and ``history``; files
+#: of the older versions still load.
+SCHEMA_VERSION: Final = 3
 
 _CASE_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
@@ -90,13 +91,15 @@ class StubCall(_Strict):
     """One call of a tool in the source session.
 
     ``order`` is the call's position among all tool calls of the session (0-based); a stub
-    answers with ``result``, or raises ``error`` when the source call failed.
+    answers with ``result``, or raises ``error`` when the source call failed. ``turn``: in a
+    multi-turn case, the index in ``inputs`` of the user message whose turn made the call.
     """
 
     args: dict[str, Any] = Field(default_factory=dict)
     result: Any = None
     error: str | None = None
     order: int = Field(ge=0)
+    turn: int | None = Field(default=None, ge=0)
 
 
 class Cassette(_Strict):
@@ -291,14 +294,17 @@ class Case(_Strict):
     time, ``captured_with`` model/config found in the session, ``cause_category``,
     ``labels``, ``subject_ref`` an opaque reference an erasure request can search for,
     ``chain_head`` of the source at export time, ``selection`` how a sampled export drew the
-    session); ``inputs`` the user messages in order;
+    session); ``inputs`` the user messages in order; ``history`` messages the conversation
+    starts with, before the first input (OpenAI chat format: ``user``, ``assistant`` with
+    optional ``tool_calls``, ``tool``); ``turn_answers`` the source's answer to each input of a
+    multi-turn case (``None`` where a turn gave none);
     ``context`` retrieved documents or memory given to the agent; ``tool_stubs`` per tool
     name, the calls of the source session; ``cassette``; ``source_answer`` the source's
     final answer (for the divergence report); ``lineage`` which later steps and whether the
     answer descend from each step (version 2; ``None`` in older files); ``expect``.
     """
 
-    schema_version: Literal[1, 2] = SCHEMA_VERSION
+    schema_version: Literal[1, 2, 3] = SCHEMA_VERSION
     case_id: str = Field(pattern=_CASE_ID)
     source_session: str | None = None
     source_agent: str | None = None
@@ -310,6 +316,8 @@ class Case(_Strict):
     chain_head: ChainHeadRef | None = None
     selection: Selection | None = None
     inputs: list[str] = Field(min_length=1)
+    history: list[dict[str, Any]] = Field(default_factory=list)
+    turn_answers: list[str | None] | None = None
     context: list[dict[str, Any]] = Field(default_factory=list)
     tool_stubs: dict[str, list[StubCall]] = Field(default_factory=dict)
     cassette: Cassette | None = None
@@ -322,6 +330,31 @@ class Case(_Strict):
     def _lineage_needs_version_2(cls, value: Lineage | None, info: ValidationInfo) -> Any:
         if value is not None and info.data.get("schema_version", SCHEMA_VERSION) < 2:
             raise ValueError("lineage needs schema_version 2 or later")
+        return value
+
+    @field_validator("history", "turn_answers")
+    @classmethod
+    def _turns_need_version_3(cls, value: Any, info: ValidationInfo) -> Any:
+        if value and info.data.get("schema_version", SCHEMA_VERSION) < 3:
+            raise ValueError(f"{info.field_name} needs schema_version 3 or later")
+        inputs: list[str] = info.data.get("inputs") or []
+        counted = info.field_name == "turn_answers" and value is not None and bool(inputs)
+        if counted and len(value) != len(inputs):
+            raise ValueError(f"{len(value)} answers for {len(inputs)} inputs")
+        return value
+
+    @field_validator("tool_stubs")
+    @classmethod
+    def _stub_turns(cls, value: dict[str, list[StubCall]], info: ValidationInfo) -> Any:
+        count = len(info.data.get("inputs") or [])
+        for calls in value.values():
+            for call in calls:
+                if call.turn is None:
+                    continue
+                if info.data.get("schema_version", SCHEMA_VERSION) < 3:
+                    raise ValueError("a call's turn needs schema_version 3 or later")
+                if call.turn >= count:
+                    raise ValueError(f"turn {call.turn} of a case with {count} inputs")
         return value
 
     def source_path(self) -> list[tuple[str, dict[str, Any]]]:

@@ -110,6 +110,39 @@ def openai_candidate(
     return functools.partial(_respond_chat, client, chosen, parameters, schemas, run_tool)
 
 
+def _as_input_items(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chat-format messages as Responses input items: an assistant message's ``tool_calls``
+    become ``function_call`` items and a ``tool`` message a ``function_call_output`` (the
+    recorded prefix of a replayed turn comes in chat format); other items pass unchanged."""
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant" and message.get("tool_calls"):
+            if message.get("content"):
+                items.append({"role": "assistant", "content": message["content"]})
+            for call in message["tool_calls"]:
+                function = call.get("function") or {}
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": call.get("id"),
+                        "name": function.get("name"),
+                        "arguments": function.get("arguments") or "{}",
+                    }
+                )
+        elif role == "tool":
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": message.get("tool_call_id"),
+                    "output": message.get("content") or "",
+                }
+            )
+        else:
+            items.append(dict(message))
+    return items
+
+
 def _run_tool(by_name: dict[str, BaseTool], name: str, arguments: str | None) -> str:
     """The stub's answer to one requested call, or the error the model is shown instead."""
     tool = by_name.get(name)
@@ -156,7 +189,7 @@ def _respond_responses(
 ) -> list[dict[str, Any]]:
     """One turn over the Responses API: the conversation as input items (messages, the
     model's output items, ``function_call_output`` items answering its calls)."""
-    conversation = list(messages)
+    conversation = _as_input_items(messages)
     extra: dict[str, Any] = {"tools": schemas} if schemas else {}
     for _ in range(MAX_MODEL_CALLS):
         sent: Any = conversation

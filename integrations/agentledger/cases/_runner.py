@@ -190,6 +190,7 @@ def run_once(
             prompt = overrides.get("system_prompt") or case.captured_with.get("system_prompt")
             if isinstance(prompt, str) and prompt:
                 messages.append({"role": "system", "content": prompt})
+        messages.extend(dict(m) for m in case.history)  # a turn replayed on its recorded prefix
         for text in case.inputs:
             messages.append({"role": "user", "content": text})
             config: Any = {"callbacks": [handler]}
