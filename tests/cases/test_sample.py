@@ -310,3 +310,27 @@ def test_a_new_session_changes_at_most_one_pick_of_its_stratum(
             assert len(old.get("refund", set()) - kept) <= 1
         else:
             assert set(row.picked) == old[row.stratum]
+
+
+@settings(max_examples=200, deadline=None)
+@given(candidate_sets(), st.sets(st.sampled_from(["billing", "refund", "(none)"])), seeds)
+def test_only_keeps_the_named_strata_and_draws_within_them_as_before(
+    candidates: list[Candidate], only: set[str], seed: int
+) -> None:
+    """``--stratum``: the other strata are left out and counted; within the kept ones the draw
+    is the one a draw over just those sessions gives."""
+    spec = SampleSpec(fraction=0.5, stratify_by="intent", seed=seed, only=tuple(sorted(only)))
+    result = draw_sample(candidates, spec)
+    kept = [c for c in candidates if ("(none)" if c.stratum is None else c.stratum) in only]
+    alone = draw_sample(kept, SampleSpec(fraction=0.5, stratify_by="intent", seed=seed))
+    if only:
+        assert result.picked == alone.picked
+        assert result.other_strata == len(candidates) - len(kept)
+        assert {row.stratum for row in result.strata} <= only
+    else:
+        assert result.other_strata == 0 and result.available == len(candidates)
+
+
+def test_only_needs_a_label_to_stratify_by() -> None:
+    with pytest.raises(ValueError, match="--stratum needs --stratify-by"):
+        SampleSpec(fraction=1.0, only=("refund",))

@@ -2,7 +2,7 @@
 production session of the refund agent (LangChain ``create_agent`` on ``ChatOpenAI`` against
 the tests' local OpenAI-compatible server) on a real ``agentledger serve``, exported, and one
 turn re-run with ``cases run --turn``: docs/pages/regression-cases.md "Replay one turn of a
-conversation".
+conversation" and README "Regression tests from production sessions".
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from agentledger.cli import (
 )
 from agentledger.cli._cases_commands import cases_app
 from agentledger.cli._cases_forget import cases_forget
+from agentledger.cli._cases_replay import replay as cases_replay
 from agentledger.cli._demo_commands import demo
 from agentledger.cli._evidence_commands import evidence
 from agentledger.cli._keys_commands import keys_app
@@ -50,6 +51,7 @@ app.command("keys-admin")(keys_admin)
 app.command("demo")(demo)
 app.command("evidence")(evidence)
 cases_app.command("forget")(cases_forget)
+cases_app.command("replay")(cases_replay)
 app.add_typer(cases_app, name="cases")
 app.command("mcp")(mcp)
 app.command("mcp-proxy")(mcp_proxy)

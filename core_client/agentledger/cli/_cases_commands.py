@@ -1,5 +1,6 @@
 """``agentledger cases``: ``export`` sessions as case files, ``run`` them against a
-candidate agent, print the case file ``schema``.
+candidate agent, print the case file ``schema`` (``replay``, export and run in one, lives in
+:mod:`._cases_replay`).
 
 Exit codes of ``run``: 0 every check meets its ``min_pass_rate``; 1 one does not; 2 bad input
 (a case file, a ``module:attribute`` spec, a baseline report, an option). ``export``: 0 done;
@@ -11,16 +12,17 @@ imported inside the commands, so the root CLI stays light.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from agentledger.cli._cases_export import Selection, export_sessions
+from agentledger.cli._cases_export import fail as _fail
 from agentledger.cli._cases_options import (
     BaseUrlOpt,
     HistogramOpt,
@@ -36,13 +38,36 @@ from agentledger.cli._cases_options import (
     TemperatureOpt,
     TurnOpt,
 )
-from agentledger.cli._errors import NO_AGENT, explain
+from agentledger.cli._cases_select_options import (
+    BaselineOpt,
+    CauseOpt,
+    DryRunOpt,
+    EmbeddingsModelOpt,
+    EmbeddingsUrlOpt,
+    ForceOpt,
+    FractionOpt,
+    HalfLifeOpt,
+    JunitOpt,
+    LabelsOpt,
+    LimitOpt,
+    MinPassRateOpt,
+    OrderIdsOpt,
+    PerStratumOpt,
+    ReportOpt,
+    RunsOpt,
+    SampleOpt,
+    SearchOpt,
+    SeedOpt,
+    SessionsOpt,
+    SinceOpt,
+    StratifyByOpt,
+    StratumOpt,
+    ToolsOpt,
+    UntilOpt,
+)
 from agentledger.cli._output import console as _console
 from agentledger.cli._output import missing_extra
 from agentledger.cli.options import AgentOpt, KeyOpt, UrlOpt
-
-if TYPE_CHECKING:
-    from agentledger.cases import SampleResult
 
 __all__ = ["cases_app"]
 
@@ -53,144 +78,56 @@ cases_app = typer.Typer(
 )
 
 
-def _fail(console: Console, message: str, code: int) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
-    return typer.Exit(code)
-
-
 @cases_app.command("export")
 def export(
     out: Annotated[Path, typer.Option("--out", help="Directory the case files go to.")],
     agent: AgentOpt = None,
-    session: Annotated[
-        list[str] | None, typer.Option("--session", help="Session id (repeatable).")
-    ] = None,
-    search: Annotated[
-        str | None, typer.Option(help="Also export the sessions of search hits for these words.")
-    ] = None,
-    limit: Annotated[int, typer.Option(help="Search hits to take.", min=1)] = 10,
+    session: SessionsOpt = None,
+    search: SearchOpt = None,
+    limit: LimitOpt = 10,
     url: UrlOpt = None,
     api_key: KeyOpt = None,
-    force: Annotated[bool, typer.Option(help="Export even when the chain is broken.")] = False,
-    order_ids: Annotated[
-        bool, typer.Option(help="Also replace order-like ids (A1234, ORD-99812).")
-    ] = False,
-    cause: Annotated[
-        str | None, typer.Option(help="cause_category (default: failure/normal from events).")
-    ] = None,
-    label: Annotated[list[str] | None, typer.Option(help="Label (repeatable).")] = None,
-    sample: Annotated[
-        int | None,
-        typer.Option(help="Draw N sessions in all (strata in proportion to their size).", min=1),
-    ] = None,
-    per_stratum: Annotated[
-        int | None, typer.Option(help="Draw K sessions per stratum (all of a smaller one).", min=1)
-    ] = None,
-    fraction: Annotated[
-        float | None,
-        typer.Option(help="Draw this fraction of the sessions (0 < F <= 1).", min=0.0, max=1.0),
-    ] = None,
-    stratify_by: Annotated[
-        str | None,
-        typer.Option(help="Label key in the sessions' metadata or user messages (e.g. intent)."),
-    ] = None,
-    half_life_days: Annotated[
-        float | None,
-        typer.Option(help="Weigh sessions by recency: weight halves every D days of age."),
-    ] = None,
-    since: Annotated[
-        str | None,
-        typer.Option(help="Only sessions last active at or after this (ISO date/time or 7d)."),
-    ] = None,
-    until: Annotated[
-        str | None,
-        typer.Option(help="Only sessions last active before this (ISO date/time or 7d)."),
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the draw (same seed, same sample).")] = 0,
-    dry_run: Annotated[
-        bool, typer.Option(help="Print the selection (and the strata table); write nothing.")
-    ] = False,
+    force: ForceOpt = False,
+    order_ids: OrderIdsOpt = False,
+    cause: CauseOpt = None,
+    label: LabelsOpt = None,
+    sample: SampleOpt = None,
+    per_stratum: PerStratumOpt = None,
+    fraction: FractionOpt = None,
+    stratify_by: StratifyByOpt = None,
+    stratum: StratumOpt = None,
+    half_life_days: HalfLifeOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    seed: SeedOpt = 0,
+    dry_run: DryRunOpt = False,
 ) -> None:
     """Export sessions as case files (chain verified first; personal data replaced).
 
     Name sessions (--session, --search) or draw a corpus (--sample, --per-stratum or
     --fraction, with --stratify-by, --half-life-days, --since, --until and --seed)."""
-    try:
-        from agentledger.cases import (
-            ChainBrokenError,
-            SampleSpec,
-            export_cases,
-            parse_when,
-            strata_table,
-        )
-    except ImportError as error:  # the case model needs pydantic
-        raise missing_extra("cases export", "langchain", error) from error
-    from agentledger.client import ConfigurationError, Ledger, LedgerError
-
     console = _console(stderr=True)
-    spec: SampleSpec | None = None
-    drawing = sample is not None or per_stratum is not None or fraction is not None
-    try:
-        if drawing:
-            now = dt.datetime.now(dt.UTC)
-            spec = SampleSpec(
-                sample=sample,
-                per_stratum=per_stratum,
-                fraction=fraction,
-                stratify_by=stratify_by,
-                half_life_days=half_life_days,
-                since=None if since is None else parse_when(since, now=now),
-                until=None if until is None else parse_when(until, now=now),
-                seed=seed,
-            )
-        else:
-            given = [
-                name
-                for name, value in (
-                    ("--stratify-by", stratify_by),
-                    ("--half-life-days", half_life_days),
-                    ("--since", since),
-                    ("--until", until),
-                )
-                if value is not None
-            ]
-            if given:
-                raise ValueError(f"{', '.join(given)} need --sample, --per-stratum or --fraction")
-    except ValueError as error:
-        raise _fail(console, str(error), 2) from error
-    try:
-        ledger = Ledger(url=url, api_key=api_key, agent=agent, spill_dir=None)
-    except ConfigurationError as error:
-        raise _fail(console, explain(error, url or ""), 2) from error
-    try:
-        if ledger.agent is None:
-            raise _fail(console, NO_AGENT, 2)
-        result = export_cases(
-            ledger,
-            agent=ledger.agent,
-            sessions=session or [],
-            search=search,
-            limit=limit,
-            out=out,
-            force=force,
-            order_ids=order_ids,
-            cause_category=cause,
-            labels=label or [],
-            sample=spec,
-            dry_run=dry_run,
-        )
-    except ChainBrokenError as error:
-        raise _fail(console, str(error), 1) from error
-    except LedgerError as error:
-        raise _fail(console, explain(error, ledger.url), 2) from error
-    except ValueError as error:
-        raise _fail(console, str(error), 2) from error
-    finally:
-        ledger.close(timeout_s=1.0)
-    if not result.chain_intact:
-        console.print("[bold yellow]warning:[/] chain broken; exported because of --force")
-    if result.sample is not None:
-        _print_draw(console, result.sample, strata_table(result.sample), result.without_input)
+    selection = Selection(
+        sessions=session or [],
+        search=search,
+        limit=limit,
+        labels=label or [],
+        cause=cause,
+        order_ids=order_ids,
+        force=force,
+        sample=sample,
+        per_stratum=per_stratum,
+        fraction=fraction,
+        stratify_by=stratify_by,
+        strata=stratum or [],
+        half_life_days=half_life_days,
+        since=since,
+        until=until,
+        seed=seed,
+    )
+    result = export_sessions(
+        console, selection, out=out, agent=agent, url=url, api_key=api_key, dry_run=dry_run
+    )
     if dry_run:
         for sid in result.selected:
             typer.echo(sid)
@@ -203,37 +140,10 @@ def export(
         raise _fail(console, "no case written", 2)
 
 
-def _sessions(count: int) -> str:
-    return f"{count} session" if count == 1 else f"{count} sessions"
-
-
-def _print_draw(
-    console: Console, draw: SampleResult, table: list[str], without_input: list[str]
-) -> None:
-    """The strata table and what the draw left out, on stderr (stdout lists files or ids)."""
-    spec = draw.spec
-    by = f" by {spec.stratify_by}" if spec.stratify_by else ""
-    console.print(escape(f"{spec.method} draw{by}, seed {spec.seed}"), soft_wrap=True)
-    for line in table:
-        console.print(escape(line), soft_wrap=True, highlight=False)
-    notes = []
-    if draw.outside_window:
-        notes.append(f"{_sessions(draw.outside_window)} outside the window")
-    if without_input:
-        notes.append(f"{_sessions(len(without_input))} without a user_message (nothing to replay)")
-    if notes:
-        console.print(escape("left out: " + "; ".join(notes)), soft_wrap=True)
-
-
 @cases_app.command("run")
 def run(
     cases_dir: Annotated[Path, typer.Argument(help="Case file or directory of case files.")],
-    tools: Annotated[
-        str | None,
-        typer.Option(
-            "--tools", help="Real tools module:attribute (a list; none for a plain chatbot)."
-        ),
-    ] = None,
+    tools: ToolsOpt = None,
     factory: Annotated[
         str | None,
         typer.Option(
@@ -242,12 +152,10 @@ def run(
             show_default=False,
         ),
     ] = None,
-    runs: Annotated[int, typer.Option(help="Runs per case.", min=1)] = 1,
-    report: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
-    baseline: Annotated[
-        Path | None, typer.Option(help="An earlier JSON report to compare with.")
-    ] = None,
-    junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here.")] = None,
+    runs: RunsOpt = 1,
+    report: ReportOpt = None,
+    baseline: BaselineOpt = None,
+    junit: JunitOpt = None,
     url: Annotated[
         str | None, typer.Option(help="Log runs to this server (default: an embedded one).")
     ] = None,
@@ -261,15 +169,9 @@ def run(
             show_default=False,
         ),
     ] = None,
-    min_pass_rate: Annotated[
-        float | None,
-        typer.Option(help="Rate for non-safety checks that set none (0..1).", min=0.0, max=1.0),
-    ] = None,
-    embeddings_url: Annotated[
-        str | None,
-        typer.Option(help="OpenAI-compatible embeddings base URL for similar_to checks."),
-    ] = None,
-    embeddings_model: Annotated[str | None, typer.Option(help="Embeddings model.")] = None,
+    min_pass_rate: MinPassRateOpt = None,
+    embeddings_url: EmbeddingsUrlOpt = None,
+    embeddings_model: EmbeddingsModelOpt = None,
     no_similarity: NoSimilarityOpt = False,
     min_mean_similarity: MinMeanSimilarityOpt = None,
     min_similarity: MinSimilarityOpt = None,

@@ -6,7 +6,8 @@ its stratum label (``None`` when the session has none) and the time of its last 
 
 1. Candidates outside the window ``[since, until)`` (on the last activity) are left out.
 2. They are grouped by stratum (one group ``"(all)"`` without ``stratify_by``; sessions
-   without the label form the stratum ``"(none)"``).
+   without the label form the stratum ``"(none)"``); with ``only``, the other strata are
+   left out.
 3. Each stratum gets a number of picks: ``per_stratum`` (all of a smaller stratum), or a
    share of the total (``sample``, or ``fraction`` of the candidates) proportional to its
    size, with largest-remainder rounding so the shares add up exactly, and at least one for
@@ -82,6 +83,8 @@ class SampleSpec:
     since: dt.datetime | None = None
     until: dt.datetime | None = None
     seed: int = 0
+    #: keep only the sessions whose ``stratify_by`` label is one of these (all when empty)
+    only: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         sizes = [self.sample, self.per_stratum, self.fraction]
@@ -95,6 +98,8 @@ class SampleSpec:
             raise ValueError(f"--fraction must be in (0, 1], not {self.fraction}")
         if self.per_stratum is not None and not self.stratify_by:
             raise ValueError("--per-stratum needs --stratify-by")
+        if self.only and not self.stratify_by:
+            raise ValueError("--stratum needs --stratify-by")
         if self.half_life_days is not None and not (
             self.half_life_days > 0 and math.isfinite(self.half_life_days)
         ):
@@ -142,11 +147,13 @@ class StratumPick:
 @dataclass(frozen=True, slots=True)
 class SampleResult:
     """The draw: one :class:`StratumPick` per stratum (sorted by name, ``"(none)"`` last) and
-    how many candidates fell outside the window."""
+    how many candidates fell outside the window, or in the window but in a stratum
+    :attr:`SampleSpec.only` leaves out."""
 
     spec: SampleSpec
     strata: tuple[StratumPick, ...]
     outside_window: int = 0
+    other_strata: int = 0
 
     @property
     def picked(self) -> list[str]:
@@ -229,6 +236,11 @@ def draw_sample(candidates: Iterable[Candidate], spec: SampleSpec) -> SampleResu
         else:
             name = ALL_STRATUM
         groups.setdefault(name, []).append((candidate, u))
+    other = 0
+    if spec.only:
+        other = sum(len(m) for name, m in groups.items() if name not in spec.only)
+        groups = {name: m for name, m in groups.items() if name in spec.only}
+        inside = [item for members in groups.values() for item in members]
     sizes = {name: len(members) for name, members in groups.items()}
     if spec.per_stratum is not None:
         wanted = {name: min(spec.per_stratum, size) for name, size in sizes.items()}
@@ -256,7 +268,8 @@ def draw_sample(candidates: Iterable[Candidate], spec: SampleSpec) -> SampleResu
         members = sorted(groups[name], key=key)[: wanted[name]]
         picked = tuple(sorted(c.session_id for c, _ in members))
         rows.append(StratumPick(stratum=name, available=sizes[name], picked=picked))
-    return SampleResult(spec=spec, strata=tuple(rows), outside_window=len(by_id) - len(inside))
+    outside = len(by_id) - len(inside) - other
+    return SampleResult(spec=spec, strata=tuple(rows), outside_window=outside, other_strata=other)
 
 
 def parse_when(text: str, *, now: dt.datetime) -> dt.datetime:
