@@ -435,3 +435,40 @@ def test_long_inputs_are_kept_whole_and_a_cut_one_is_labelled(
     assert "inputs-cut" not in cases["long-1"]["labels"]
     assert cases["huge-1"]["inputs"][0].endswith("…[cut, 65001 chars]")
     assert "inputs-cut" in cases["huge-1"]["labels"]
+
+
+def test_long_tool_results_are_kept_whole_and_a_cut_one_is_labelled(
+    ledger_server: Any, model: model_server.ModelServer, agent_name: str, tmp_path: Path
+) -> None:
+    """A tool result is what the model read and what the case's stub answers with: it is kept
+    up to 65,000 characters whatever max_field_chars is; beyond, the exported case says so
+    (``results-cut``): docs/pages/regression-cases.md "5. Gate a prompt or model change"."""
+    from langchain_core.tools import tool
+
+    def tools(size: int) -> list[Any]:
+        @tool
+        def lookup_order(order_id: str) -> str:
+            """Look an order up."""
+            return ("history " * (size // 8 + 1))[:size]
+
+        return [lookup_order, replay_agent.verify_charge]
+
+    def record(ledger: Ledger) -> None:
+        for session, size in (("tool-long", 10_000), ("tool-huge", 70_000)):
+            handler = LedgerCallbackHandler(ledger, session_id=session)
+            replay_agent.build(tools(size)).invoke(
+                {"messages": [{"role": "user", "content": "I was charged twice for A1234"}]},
+                config={"callbacks": [handler]},
+            )
+
+    sessions = ["tool-long", "tool-huge"]
+    result = record_and_export(ledger_server, agent_name, tmp_path / "cases", sessions, record)
+    cases = {
+        json.loads(f.read_text())["source_session"]: json.loads(f.read_text()) for f in result.files
+    }
+    (long_call,) = cases["tool-long"]["tool_stubs"]["lookup_order"]
+    assert long_call["result"] == ("history " * 1251)[:10_000]
+    assert "results-cut" not in cases["tool-long"]["labels"]
+    (huge_call,) = cases["tool-huge"]["tool_stubs"]["lookup_order"]
+    assert huge_call["result"].endswith("…[cut, 70000 chars]")
+    assert "results-cut" in cases["tool-huge"]["labels"]

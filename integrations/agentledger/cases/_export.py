@@ -37,6 +37,7 @@ from agentledger.cases._sample import (
     SampleSpec,
     draw_sample,
 )
+from agentledger.cases._setup import captured_with
 from agentledger.client import Event, Ledger
 from agentledger.client import vocabulary as v
 from agentledger.protocol import LedgerError
@@ -56,8 +57,6 @@ DEFAULT_SIMILARITY = 0.7
 
 #: The marker the integrations end a cut string with (``…[cut, 5070 chars]``).
 _CUT_MARK = re.compile(r"…\[cut, \d+ chars\]$")
-
-_CONFIG_KEYS = ("prompt_version", "config_version", "agent_version", "version", "release")
 
 
 class ChainBrokenError(LedgerError, RuntimeError):
@@ -130,81 +129,6 @@ def _subject_ref(agent: str, session: str, events: Sequence[Event]) -> str:
     return subject_ref_of(subject)
 
 
-def _captured_with(events: Sequence[Event]) -> dict[str, Any]:
-    models: list[str] = []
-    framework: str | None = None
-    config: dict[str, Any] = {}
-    for event in events:
-        if event.event == v.LLM_START:
-            model = event.data.get("model")
-            if isinstance(model, str) and model not in models:
-                models.append(model)
-        if event.event == v.SESSION_START:
-            framework = framework or event.data.get("framework")
-            for key, value in event.data.items():
-                if key != "framework":
-                    config.setdefault(key, value)
-        for key in _CONFIG_KEYS:
-            value = (event.metadata or {}).get(key)
-            if value is not None:
-                config.setdefault(key, value)
-    out: dict[str, Any] = {"models": models}
-    out.update(_model_setup(events))
-    if framework:
-        out["framework"] = framework
-    if config:
-        out["config"] = config
-    return out
-
-
-#: Parameters of the first model call kept in ``captured_with.parameters``.
-_PARAMETER_KEYS = (
-    "temperature",
-    "top_p",
-    "max_tokens",
-    "max_completion_tokens",
-    "max_output_tokens",
-    "seed",
-    "reasoning_effort",
-)
-
-
-def _model_setup(events: Sequence[Event]) -> dict[str, Any]:
-    """What the model calls were made with: the API (``chat.completions``, ``responses``; of the
-    first call that names one), the system prompt and its hash (of the first call that had
-    one), the served models, the first call's sampling parameters and the final
-    answer's ``finish_reason``."""
-    out: dict[str, Any] = {}
-    served: list[str] = []
-    finish: Any = None
-    for event in events:
-        data = event.data
-        if event.event == v.LLM_START:
-            if "api" not in out and isinstance(data.get("api"), str):
-                out["api"] = data["api"]
-            if "system_prompt" not in out and isinstance(data.get("system_prompt"), str):
-                out["system_prompt"] = data["system_prompt"]
-                out["prompt_hash"] = data.get("prompt_hash")
-            params = data.get("invocation_params")
-            if "parameters" not in out and isinstance(params, Mapping):
-                kept = {k: params[k] for k in _PARAMETER_KEYS if params.get(k) is not None}
-                if kept:
-                    out["parameters"] = kept
-        elif event.event == v.LLM_END:
-            usage = data.get("token_usage")
-            model = data.get("response_model") or (
-                usage.get("model") if isinstance(usage, Mapping) else None
-            )
-            if isinstance(model, str) and model not in served:
-                served.append(model)
-            finish = data.get("finish_reason", finish)
-    if served:
-        out["served_models"] = served
-    if finish is not None:
-        out["finish_reason"] = finish
-    return out
-
-
 def _tool_steps(events: Sequence[Event]) -> list[Step]:
     """Each ``tool_call`` in order with the result or error answering it (its effect that
     closes it, else the one with the same ``call_id``)."""
@@ -267,6 +191,17 @@ def _stubs(steps: Sequence[Step], turns: Mapping[str, int] | None) -> dict[str, 
             stub.error = "no result recorded in the source session"
         stubs.setdefault(tool, []).append(stub)
     return stubs
+
+
+def _has_cut(value: Any) -> bool:
+    """Whether a string in ``value`` ends with the integrations' cut marker."""
+    if isinstance(value, str):
+        return _CUT_MARK.search(value) is not None
+    if isinstance(value, Mapping):
+        return any(_has_cut(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_cut(v) for v in value)
+    return False
 
 
 def _usage(events: Sequence[Event]) -> tuple[int | None, int | None]:
@@ -356,7 +291,7 @@ def build_case(
         "context": context,
         "tool_stubs": {n: [c.model_dump(mode="json") for c in cs] for n, cs in stubs.items()},
         "source_answer": _text(answers[-1].data.get("text")) if answers else None,
-        "captured_with": _captured_with(events),
+        "captured_with": captured_with(events),
     }
     if turns is not None:
         raw["turn_answers"] = _turn_answers(events, turns, len(inputs))
@@ -376,6 +311,8 @@ def build_case(
     extra_labels = ["erased-events"] if any(_erased(e) for e in events) else []
     if cut:  # logged cut by the integration: the replay would not be what the user sent
         extra_labels.append("inputs-cut")
+    if any(_has_cut(c.get("result")) for cs in clean["tool_stubs"].values() for c in cs):
+        extra_labels.append("results-cut")  # a stub would answer with less than production got
     if selection is not None and key and "stratum" in clean:
         stratum = _text(clean.pop("stratum")[key])
         selection = selection.model_copy(update={"stratum": stratum})

@@ -100,7 +100,8 @@ def instrument(
         max_scopes: open runs tracked at most (default 10 000); the oldest is evicted beyond.
         capture_tokens: keep the streamed tokens of a model call in its ``llm_end``.
         max_field_chars: strings longer than this are cut with a marker naming their size
-            (the user's message and the answer are kept up to 65,000 characters).
+            (the user's message, the answer and tool results are kept up to 65,000
+            characters: a regression case replays them).
         max_runs: deprecated name of ``max_scopes`` (emits a ``DeprecationWarning``).
 
     Returns:

@@ -168,6 +168,11 @@ class HandlerCore(BaseCallbackHandler):
     def _data(self, value: Any) -> Any:
         return to_data(value, self._max_chars)
 
+    def _whole(self, value: Any) -> Any:
+        """``value`` as data with its strings kept up to :data:`TURN_CHARS` (what a
+        regression case replays: tool results)."""
+        return to_data(value, self._turn_chars)
+
     def _parent_run(self, parent_run_id: UUID | None) -> Run | None:
         """The open run a run starts under: ``parent_run_id``, else the run whose child config
         LangChain set in the context (``RunnableWithFallbacks`` hands its children the

@@ -55,7 +55,8 @@ class LedgerCallbackHandler(ModelHooks):
         capture_tokens: also keep the streamed tokens of a model call in its ``llm_end``
             (``data.tokens = [[offset_ms, text], ...]``); off by default (size).
         max_field_chars: strings longer than this (characters) are cut with a marker naming the
-            original size.
+            original size; the user's message, the answer and tool results are kept up to
+            65,000 characters whatever it is.
         max_scopes: open runs tracked at most (default 10 000); the oldest is evicted beyond it
             (a run left open forever, e.g. an abandoned stream, cannot grow memory).
         max_runs: deprecated name of ``max_scopes`` (emits a ``DeprecationWarning``).

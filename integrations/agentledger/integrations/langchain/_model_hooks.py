@@ -314,14 +314,15 @@ class ModelHooks(HandlerCore):
         if is_langgraph_object(output, "Command"):
             extra["command"] = command_to_data(output, self._max_chars)
             output = _command_tool_message(output, run.call_id) or ""
+        # the result whole up to TURN_CHARS: the model read it, and a case replays it
         if isinstance(output, ToolMessage):
             status = output.status
-            result = self._data(tool_content(output.content))
+            result = self._whole(tool_content(output.content))
             if output.artifact is not None:
                 extra["artifact"] = self._data(output.artifact)
         else:
             status = "success"
-            result = self._data(output)
+            result = self._whole(output)
         if status == "error":
             event = v.TOOL_ERROR
             data = {
