@@ -216,3 +216,62 @@ def test_bad_picks_exit_2_before_anything_runs(
     )
     assert code == 2 and message in " ".join(output.split()), output
     assert model.calls == []
+
+
+def test_no_agent_code_and_no_tools_module_the_recorded_definitions_are_offered(
+    recorded: list[str],
+    ledger_server: Any,
+    model: model_server.ModelServer,
+    agent_name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without --tools, the tool definitions the production model was offered are offered
+    again, and the case's stubs answer them: the replay needs no code of the agent at all."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    kept = tmp_path / "kept"
+    code, report, output = _replay(
+        tmp_path,
+        model,
+        *_source(ledger_server, agent_name),
+        "--session",
+        "prod-a",
+        "--base-url",
+        model.base_url,
+        "--out",
+        kept,
+    )
+    assert code == 0, output
+    (file,) = kept.glob("*.json")
+    recorded_schemas = json.loads(file.read_text())["captured_with"]["tool_schemas"]
+    names = [s["function"]["name"] for s in recorded_schemas]
+    assert names == ["lookup_order", "verify_charge"]
+    assert all(call["tools"] == recorded_schemas for call in model.calls)
+    (case,) = report["cases"]
+    assert all(c["met"] for c in case["checks"]), case["checks"]
+    assert case["run_details"][0]["answer"] == model_server.ANSWER
+
+
+def test_recorded_definitions_of_every_provider_shape_become_tools() -> None:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from agentledger.cases._recorded_tools import recorded_tools
+
+    params = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    tools = recorded_tools(
+        [
+            {
+                "type": "function",
+                "function": {"name": "a", "description": "A.", "parameters": params},
+            },
+            {"type": "function", "name": "b", "description": "B.", "parameters": params},
+            {"name": "c", "description": "C.", "input_schema": params},
+            {"type": "web_search"},  # a provider's built-in tool: nothing to stub
+            {"type": "function", "function": {"name": "a", "parameters": {}}},  # a repeat
+            "not a definition",
+        ]
+    )
+    assert [t.name for t in tools] == ["a", "b", "c"]
+    assert convert_to_openai_tool(tools[1])["function"]["parameters"] == params
+    with pytest.raises(RuntimeError, match="only its stub answers"):
+        tools[0].invoke({"q": "x"})

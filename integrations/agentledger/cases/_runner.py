@@ -31,6 +31,7 @@ from agentledger.cases._factory import (
 from agentledger.cases._gate import GateOptions, SimilarityStats, evaluate_gates
 from agentledger.cases._lineage import run_effects
 from agentledger.cases._model import Case
+from agentledger.cases._recorded_tools import recorded_tools
 from agentledger.cases._report import CaseReport, SuiteReport
 from agentledger.cases._stubs import StubRegistry, stub_tools
 from agentledger.cases._target import RunTarget, ledger_target
@@ -182,7 +183,9 @@ def run_once(
     started = time.perf_counter()
     try:
         logging = {"ledger": keyed, "session_id": session_id}
-        agent = build_agent(factory, stub_tools(tools, registry), case, overrides, logging)
+        # without real tools, the definitions the source's model was offered stand in
+        offered = list(tools) or recorded_tools(case.captured_with.get("tool_schemas"))
+        agent = build_agent(factory, stub_tools(offered, registry), case, overrides, logging)
         own_log = declares(factory, "ledger")
         messages: list[Any] = []
         bare = isinstance(agent, BaseLanguageModel)  # a chat model takes the messages as such
@@ -308,7 +311,8 @@ def run_suite(
     Args:
         cases: ``(file, case)`` pairs (:func:`load_cases`).
         factory: ``factory(stub_tools) -> runnable`` (see the module docstring).
-        tools: the real tools (their names and schemas are copied; never executed).
+        tools: the real tools (their names and schemas are copied; never executed); empty:
+            each case's recorded tool definitions (``captured_with.tool_schemas``) stand in.
         target: where runs are logged (:func:`ledger_target`).
         runs: runs per case (>= 1).
         default_min_pass_rate: rate required of non-safety checks that set none.

@@ -57,9 +57,9 @@ _PARAMETER_KEYS = (
 
 def _model_setup(events: Sequence[Event]) -> dict[str, Any]:
     """What the model calls were made with: the API (``chat.completions``, ``responses``; of the
-    first call that names one), the system prompt and its hash (of the first call that had
-    one), the served models, the first call's sampling parameters and the final
-    answer's ``finish_reason``."""
+    first call that names one), the tool definitions offered (of the first call offering
+    tools), the system prompt and its hash (of the first call that had one), the served
+    models, the first call's sampling parameters and the final answer's ``finish_reason``."""
     out: dict[str, Any] = {}
     served: list[str] = []
     finish: Any = None
@@ -68,6 +68,8 @@ def _model_setup(events: Sequence[Event]) -> dict[str, Any]:
         if event.event == v.LLM_START:
             if "api" not in out and isinstance(data.get("api"), str):
                 out["api"] = data["api"]
+            if "tool_schemas" not in out and isinstance(data.get("tool_schemas"), list):
+                out["tool_schemas"] = data["tool_schemas"]
             if "system_prompt" not in out and isinstance(data.get("system_prompt"), str):
                 out["system_prompt"] = data["system_prompt"]
                 out["prompt_hash"] = data.get("prompt_hash")

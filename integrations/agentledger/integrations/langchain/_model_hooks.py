@@ -131,6 +131,9 @@ class ModelHooks(HandlerCore):
         tools = tool_names(params.get("tools"))
         if tools:
             data["tools"] = tools
+            schemas = [t for t in params["tools"] if isinstance(t, Mapping)]
+            if schemas:  # the definitions the model was offered (a case can offer them again)
+                data["tool_schemas"] = self._whole(schemas)
         if params:
             data["invocation_params"] = self._data(
                 {k: val for k, val in params.items() if k not in ("tools", "_type")}

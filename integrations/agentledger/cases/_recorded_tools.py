@@ -1,0 +1,61 @@
+"""Tools rebuilt from the definitions a session's model was offered (``captured_with.
+tool_schemas``), for a run given no ``--tools``: the candidate is offered the same names,
+descriptions and argument schemas, and the case's stubs answer the calls. Their bodies never
+run (the runner wraps them in stubs)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.tools import BaseTool, StructuredTool
+
+__all__ = ["recorded_tools"]
+
+
+def _definition(schema: Any) -> tuple[str, str, dict[str, Any]] | None:
+    """``(name, description, JSON Schema of the arguments)`` of one recorded definition: Chat
+    Completions (``{"type": "function", "function": {...}}``), Responses (``{"type":
+    "function", "name": ...}``) or Anthropic (``{"name", "input_schema"}``); ``None`` for
+    anything else (a provider's built-in tool)."""
+    if not isinstance(schema, Mapping):
+        return None
+    function = schema.get("function")
+    body = function if isinstance(function, Mapping) else schema
+    name = body.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    parameters = body.get("parameters", body.get("input_schema"))
+    if not isinstance(parameters, Mapping):
+        parameters = {"type": "object", "properties": {}}
+    description = body.get("description")
+    return name, description if isinstance(description, str) else "", dict(parameters)
+
+
+def _never_runs(name: str) -> Any:
+    def run(**kwargs: Any) -> Any:
+        raise RuntimeError(f"the recorded tool {name} has no code: only its stub answers")
+
+    return run
+
+
+def recorded_tools(schemas: Any) -> list[BaseTool]:
+    """Tools with the recorded names, descriptions and argument schemas (first of a name
+    wins); an empty list when nothing usable was recorded."""
+    tools: list[BaseTool] = []
+    seen: set[str] = set()
+    for schema in schemas if isinstance(schemas, list) else []:
+        found = _definition(schema)
+        if found is None or found[0] in seen:
+            continue
+        name, description, parameters = found
+        seen.add(name)
+        tools.append(
+            StructuredTool.from_function(
+                func=_never_runs(name),
+                name=name,
+                description=description or name,
+                args_schema=parameters,
+            )
+        )
+    return tools
