@@ -184,13 +184,20 @@ def test_a_dry_run_lists_the_pick_and_out_keeps_the_cases(
     assert [line for line in again.splitlines() if line.startswith("prod-")] == listed
     kept = tmp_path / "kept"
     factory = ["--factory", "cases.replay_agent:build", "--tools", "cases.replay_agent:TOOLS"]
-    code, _, output = _replay(
+    code, report, output = _replay(
         tmp_path, model, *source, "--session", "prod-a", *factory, "--out", kept
     )
     assert code == 0, output
     (file,) = kept.glob("*.json")
     assert json.loads(file.read_text())["source_session"] == "prod-a"
+    assert [Path(c["file"]) for c in report["cases"]] == [file]  # the report names the kept file
     assert cli("cases", "run", kept, *factory).exit_code == 0
+    # a directory that already holds cases is refused (cases run would run those too)
+    code, _, output = _replay(
+        tmp_path, model, *source, "--session", "prod-b", *factory, "--out", kept
+    )
+    assert code == 2 and "already holds case files" in " ".join(output.split()), output
+    assert [p.name for p in kept.glob("*.json")] == [file.name]
 
 
 @pytest.mark.parametrize(

@@ -142,6 +142,8 @@ def export_sessions(
         raise fail(console, explain(error, ledger.url), 2) from error
     except ValueError as error:
         raise fail(console, str(error), 2) from error
+    except OSError as error:  # the case directory cannot be written
+        raise fail(console, f"--out: cannot write {out}: {error}", 2) from error
     finally:
         ledger.close(timeout_s=1.0)
     if not result.chain_intact:

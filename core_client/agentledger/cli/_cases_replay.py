@@ -10,7 +10,6 @@ Exit codes are those of ``cases run`` (0 passed, 1 a check or gate failed, 2 bad
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -95,7 +94,11 @@ def replay(
     dry_run: DryRunOpt = False,
     out: Annotated[
         Path | None,
-        typer.Option("--out", help="Also keep the exported case files in this directory."),
+        typer.Option(
+            "--out",
+            help="Export the cases into this empty directory and keep them (default: a "
+            "temporary one, removed at exit).",
+        ),
     ] = None,
     factory: Annotated[
         str,
@@ -168,8 +171,11 @@ def replay(
     )
     if not selection.sessions and selection.search is None and not _draws(selection):
         raise fail(console, "nothing picked: pass --session, --search or --sample", 2)
+    if out is not None and out.is_dir() and any(out.rglob("*.json")):
+        # ``cases run`` would run the files already there too
+        raise fail(console, f"--out: {out} already holds case files; name an empty directory", 2)
     with tempfile.TemporaryDirectory(prefix="agentledger-replay-") as scratch:
-        exported = Path(scratch) / "cases"
+        exported = out if out is not None else Path(scratch) / "cases"
         result = export_sessions(
             console,
             selection,
@@ -188,11 +194,6 @@ def replay(
             console.print(f"[yellow]skipped[/] {escape(sid)}: {escape(reason)}")
         if not result.files:
             raise fail(console, "no session to replay", 2)
-        if out is not None:
-            try:
-                shutil.copytree(exported, out, dirs_exist_ok=True)
-            except OSError as error:
-                raise fail(console, f"--out: cannot write {out}: {error}", 2) from error
         count = len(result.files)
         console.print(escape(f"replaying {count} session{'s' * (count != 1)}"), soft_wrap=True)
         run(
