@@ -114,3 +114,14 @@ def test_a_responses_session_is_replayed_over_the_responses_api(
     bad = cli("cases", "run", out, *candidate, *tools, "--system-prompt", terse)
     assert bad.exit_code == 1 and "answer:not_truncated" in bad.output
     assert model.calls[-1]["input"][0]["content"].endswith("Be terse.")
+
+    # without --tools: the definitions the production call was offered are offered again
+    assert recorded["tool_schemas"] == TOOL_SCHEMAS
+    bare = cli("cases", "run", out, *candidate, "--report", report)
+    assert bare.exit_code == 0, bare.output
+    offered = model.calls[-1]["tools"]
+    assert [(t["name"], t["description"], t["parameters"]) for t in offered] == [
+        (t["name"], t["description"], t["parameters"]) for t in TOOL_SCHEMAS
+    ]
+    run = json.loads(report.read_text())["cases"][0]["run_details"][0]
+    assert run["path"][:2] == ["lookup_order(order_id=A1234)", "verify_charge(order_id=A1234)"]
