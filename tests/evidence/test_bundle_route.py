@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import orjson
 
-from _bundles import active_key, bundle_of, files_of, write_graph
+from _bundles import active_key, bundle_of, files_of, segment, write_graph, write_one
 from _servers import ServerFactory, ServerProcess
 from agentledger.evidence import verify_bundle
 
@@ -124,3 +124,41 @@ def test_a_head_that_does_not_match_its_rows_is_a_409(server_factory: ServerFact
     answer = httpx.get(f"{server.url}/v1/events/{event}/evidence", headers=server.headers())
     assert answer.status_code == 409, answer.text
     assert "cannot sign a head" in answer.text and "agentledger verify" in answer.text
+
+
+def test_a_segment_ends_at_the_first_head_after_the_lineage_and_is_capped(
+    server_factory: ServerFactory,
+) -> None:
+    """docs/pages/evidence.md, "Evidence bundles": the segment stops at the earliest stored
+    head covering the lineage, not at the newest row; one longer than
+    ``AGENTLEDGER_EVIDENCE_MAX_ROWS`` is a 422 naming the span."""
+    server = server_factory(
+        env={"AGENTLEDGER_EVIDENCE_MAX_ROWS": "8", "AGENTLEDGER_SIGN_INTERVAL_S": "0"}
+    )
+    agent = f"capped-{uuid.uuid4().hex[:6]}"
+    root, _, b, _, _ = write_graph(server, agent)  # sequence numbers 1..5
+    signed = httpx.post(
+        f"{server.url}/v1/signed-heads", json={"agent": agent}, headers=server.headers()
+    )
+    assert signed.status_code in (200, 201), signed.text
+    for _ in range(6):  # 6..11, after the head
+        write_one(server, agent)
+    bundle = bundle_of(server, b)
+    doc = segment(files_of(bundle))
+    assert doc["head"]["sequence_no"] == 5
+    assert [row["sequence_no"] for row in doc["rows"]] == [1, 2, 3, 4, 5]
+    report = verify_bundle(bundle, public_key=active_key(server), agent=agent)
+    assert report.ok, [str(p) for p in report.problems]
+
+    late = str(uuid.uuid4())  # caused by the first event: its lineage spans rows 1..12
+    answer = httpx.post(
+        f"{server.url}/v1/events",
+        json={"event_id": late, "agent": agent, "event": "note", "caused_by": [root], "data": {}},
+        headers=server.headers(),
+    )
+    assert answer.status_code == 201, answer.text
+    refused = httpx.get(f"{server.url}/v1/events/{late}/evidence", headers=server.headers())
+    assert refused.status_code == 422, refused.text
+    detail = refused.json()["detail"]
+    assert detail.startswith("event_id:") and "12 chain rows" in detail
+    assert "AGENTLEDGER_EVIDENCE_MAX_ROWS" in detail

@@ -161,6 +161,14 @@ def test_signing_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPa
         monkeypatch.setenv("AGENTLEDGER_SIGN_INTERVAL_S", bad)
         with pytest.raises(ValueError, match="AGENTLEDGER_SIGN_INTERVAL_S"):
             Settings.from_env()
+    monkeypatch.setenv("AGENTLEDGER_SIGN_INTERVAL_S", "0")
+    assert Settings().evidence_max_rows == 200_000
+    monkeypatch.setenv("AGENTLEDGER_EVIDENCE_MAX_ROWS", "5000")
+    assert Settings.from_env().evidence_max_rows == 5000
+    for bad in ("0", "many"):
+        monkeypatch.setenv("AGENTLEDGER_EVIDENCE_MAX_ROWS", bad)
+        with pytest.raises(ValueError, match="AGENTLEDGER_EVIDENCE_MAX_ROWS"):
+            Settings.from_env()
 
 
 @pytest.mark.parametrize("store_kind", ["sqlite"])

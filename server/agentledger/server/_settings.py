@@ -27,6 +27,7 @@ from :class:`Settings`.
 | ``AGENTLEDGER_SIGN_INTERVAL_S`` | ``sign_interval_s`` | ``60`` | head signing period; 0 off |
 | ``AGENTLEDGER_PUBLISH_HEADS_DIR`` | ``publish_heads_dir`` | unset | a file per signed head |
 | ``AGENTLEDGER_PUBLISH_HEADS_URL`` | ``publish_heads_url`` | unset | webhook POST per head |
+| ``AGENTLEDGER_EVIDENCE_MAX_ROWS`` | ``evidence_max_rows`` | ``200000`` | rows per segment |
 | ``AGENTLEDGER_EMBEDDINGS_URL`` | ``embeddings.url`` | unset | ``…/v1`` or ``…/embeddings`` |
 | ``AGENTLEDGER_EMBEDDINGS_MODEL`` | ``embeddings.model`` | unset | required with the URL |
 | ``AGENTLEDGER_EMBEDDINGS_API_KEY`` | ``embeddings.api_key`` | unset | bearer key, never logged |
@@ -173,6 +174,9 @@ class Settings:
             ``POST /v1/signed-heads``).
         publish_heads_dir: a directory that gets one JSON file per signed head (``None``: none).
         publish_heads_url: a webhook URL that gets each signed head POSTed (``None``: none).
+        evidence_max_rows: chain rows one agent's segment of an evidence bundle may hold
+            (from the lineage's earliest record to the signed head ending it); a bundle that
+            needs more is refused with a 422 (>= 1).
     """
 
     db: str = "agentledger.db"
@@ -197,6 +201,7 @@ class Settings:
     sign_interval_s: float = 60.0
     publish_heads_dir: str | None = None
     publish_heads_url: str | None = None
+    evidence_max_rows: int = 200_000
     otlp_pending_s: float = 30.0
     otlp_flush_interval_s: float = 5.0
 
@@ -217,6 +222,8 @@ class Settings:
             )
         if self.sign_interval_s < 0:
             raise ValueError("AGENTLEDGER_SIGN_INTERVAL_S must be >= 0 (0: sign on demand only)")
+        if self.evidence_max_rows < 1:
+            raise ValueError("AGENTLEDGER_EVIDENCE_MAX_ROWS must be >= 1")
         if self.otlp_pending_s <= 0 or self.otlp_flush_interval_s < 0:
             raise ValueError(
                 "AGENTLEDGER_OTLP_PENDING_S must be > 0 and AGENTLEDGER_OTLP_FLUSH_INTERVAL_S >= 0"
@@ -254,6 +261,7 @@ class Settings:
             or None,
             "publish_heads_url": os.environ.get("AGENTLEDGER_PUBLISH_HEADS_URL", "").strip()
             or None,
+            "evidence_max_rows": int(_env_number("AGENTLEDGER_EVIDENCE_MAX_ROWS", 200_000)),
             "otlp_pending_s": _env_number("AGENTLEDGER_OTLP_PENDING_S", 30),
             "otlp_flush_interval_s": _env_number("AGENTLEDGER_OTLP_FLUSH_INTERVAL_S", 5),
         }

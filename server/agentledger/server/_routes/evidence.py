@@ -11,10 +11,10 @@ from fastapi import APIRouter, HTTPException, Request, Response
 
 from agentledger.server._auth import ReadPrincipal
 from agentledger.server._http import json_response
-from agentledger.server._routes._deps import StoreDep
+from agentledger.server._routes._deps import SettingsDep, StoreDep
 from agentledger.server._routes.signing import keyring_of
 from agentledger.server._signing._bundle import write_bundle
-from agentledger.server._signing._bundle_material import gather_material
+from agentledger.server._signing._bundle_material import BundleTooLarge, gather_material
 from agentledger.server._signing._heads import HeadSigner, SigningRefused
 from agentledger.server._signing._keyring import KeyringError
 from agentledger.server._signing._publish import HeadPublisher
@@ -37,27 +37,40 @@ def _signer(request: Request, store: SQLStore) -> HeadSigner:
 @router.get(
     "/{event_id}/evidence",
     response_class=Response,
-    responses={200: {"content": {"application/zip": {}}}, 404: {}, 409: {}, 503: {}},
+    responses={200: {"content": {"application/zip": {}}}, 404: {}, 409: {}, 422: {}, 503: {}},
 )
 def evidence_bundle(
-    event_id: UUID, request: Request, principal: ReadPrincipal, store: StoreDep
+    event_id: UUID,
+    request: Request,
+    principal: ReadPrincipal,
+    store: StoreDep,
+    settings: SettingsDep,
 ) -> Response:
     """The event's evidence bundle (zip): its causal ancestry and impact, every record with its
     canonical bytes and checksum, the chain segments linking them to a signed head (signed
     now when no stored head covers them), the public keys, ``summary.md``, ``graph.png``, and
     a manifest of every file's SHA-256 signed by the server's key. 404 for an event the key
-    may not see; 409 when the agent's head does not match its rows; 503 when signing is not
+    may not see; 409 when the agent's head does not match its rows; 422 when a segment would
+    hold more chain rows than ``AGENTLEDGER_EVIDENCE_MAX_ROWS``; 503 when signing is not
     available."""
     if not isinstance(store, SQLStore):
         return json_response({"detail": "evidence bundles need a SQL store"}, status_code=503)
     try:
         signer = _signer(request, store)
-        material = gather_material(store, signer, str(event_id), agent_scope=principal.agent)
+        material = gather_material(
+            store,
+            signer,
+            str(event_id),
+            agent_scope=principal.agent,
+            max_rows=settings.evidence_max_rows,
+        )
         if material is None:
             raise HTTPException(404, f"event_id: no event {event_id}")
         bundle = write_bundle(material, signer.keyring)
     except KeyringError as error:
         return json_response({"detail": f"signing keys unavailable: {error}"}, status_code=503)
+    except BundleTooLarge as too_large:
+        return json_response({"detail": str(too_large)}, status_code=422)
     except SigningRefused as refusal:
         return json_response({"detail": f"cannot sign a head: {refusal}"}, status_code=409)
     return Response(

@@ -20,7 +20,7 @@ from agentledger.server._signing._heads import HeadSigner, _row_head
 from agentledger.server._store._sql import SQLStore
 from agentledger.server._tables import signed_heads
 
-__all__ = ["BundleMaterial", "Segment", "gather_material"]
+__all__ = ["BundleMaterial", "BundleTooLarge", "Segment", "gather_material"]
 
 #: Earlier signed heads carried per segment (anchors of records before an erased event).
 MAX_ANCHORS = 1000
@@ -86,17 +86,38 @@ def _row(store: SQLStore, row: ChainRow) -> dict[str, Any]:
     return out
 
 
-def _covering_head(signer: HeadSigner, agent: str, needed: int) -> tuple[dict[str, Any], bool]:
-    """The newest stored head when it covers ``needed`` and is signed by the active key,
-    else a head signed now."""
+class BundleTooLarge(Exception):
+    """A segment of the bundle would hold more chain rows than the server's limit."""
+
+    def __init__(self, agent: str, first: int, last: int, limit: int) -> None:
+        super().__init__(
+            f"event_id: its evidence needs the {last - first + 1:,} chain rows of agent "
+            f"{agent!r} from sequence number {first} to the signed head at {last}, more than "
+            f"the {limit:,} a bundle may hold (AGENTLEDGER_EVIDENCE_MAX_ROWS)"
+        )
+
+
+def _covering_head(
+    store: SQLStore, signer: HeadSigner, agent: str, needed: int
+) -> tuple[dict[str, Any], bool]:
+    """The earliest stored head at or after ``needed`` signed by the active key (the
+    segment then ends there, not at the newest head: the background signer's heads keep an
+    old event's bundle small), else a head signed now."""
     signer.keyring.refresh()  # a rotation by another process changes the active key
-    latest = signer.heads(agent, limit=1)
-    if (
-        latest
-        and latest[0]["sequence_no"] >= needed
-        and latest[0]["key_id"] == signer.keyring.active_id
-    ):
-        return latest[0], False
+    query = (
+        select(signed_heads)
+        .where(
+            signed_heads.c.agent == agent,
+            signed_heads.c.sequence_no >= needed,
+            signed_heads.c.key_id == signer.keyring.active_id,
+        )
+        .order_by(signed_heads.c.sequence_no, signed_heads.c.id)
+        .limit(1)
+    )
+    with store.reader() as conn:
+        found = conn.execute(query).first()
+    if found is not None:
+        return _row_head(found), False
     return signer.sign(agent), True
 
 
@@ -115,9 +136,13 @@ def _anchors(store: SQLStore, agent: str, first: int, head: dict[str, Any]) -> l
         return [_row_head(row) for row in conn.execute(query)]
 
 
-def _segment(store: SQLStore, signer: HeadSigner, agent: str, seqs: list[int]) -> Segment:
+def _segment(
+    store: SQLStore, signer: HeadSigner, agent: str, seqs: list[int], max_rows: int
+) -> Segment:
     first = min(seqs)
-    head, signed_now = _covering_head(signer, agent, max(seqs))
+    head, signed_now = _covering_head(store, signer, agent, max(seqs))
+    if head["sequence_no"] - first + 1 > max_rows:
+        raise BundleTooLarge(agent, first, head["sequence_no"], max_rows)
     before = store.chain_row_at(agent, first - 1) if first > 1 else None
     rows = []
     for row in store.chain_rows(agent, after_seq=first - 1):
@@ -136,12 +161,19 @@ def _segment(store: SQLStore, signer: HeadSigner, agent: str, seqs: list[int]) -
 
 
 def gather_material(
-    store: SQLStore, signer: HeadSigner, event_id: str, *, agent_scope: str | None
+    store: SQLStore,
+    signer: HeadSigner,
+    event_id: str,
+    *,
+    agent_scope: str | None,
+    max_rows: int,
 ) -> BundleMaterial | None:
     """The material of ``event_id``'s bundle; ``None`` when the event is not stored (or the
     scoped key may not see it).
 
     Raises:
+        BundleTooLarge: an agent's segment would hold more than ``max_rows`` chain rows
+            (``Settings.evidence_max_rows``).
         SigningRefused: a head had to be signed and the agent's head does not match its rows.
         KeyringError: the signing keys cannot be used.
     """
@@ -190,6 +222,8 @@ def gather_material(
     for item in events.values():
         by_agent.setdefault(item["agent"], []).append(int(item["sequence_no"]))
     order = [material.agent, *sorted(a for a in by_agent if a != material.agent)]
-    material.segments = [_segment(store, signer, agent, by_agent[agent]) for agent in order]
+    material.segments = [
+        _segment(store, signer, agent, by_agent[agent], max_rows) for agent in order
+    ]
     material.decision = decision_view(store, event_id, agent_scope=agent_scope)
     return material
