@@ -13,9 +13,11 @@ from pathlib import Path
 
 import httpx
 import orjson
+import pytest
 
 from _bundles import active_key, bundle_of, files_of, segment, write_graph, write_one
 from _servers import ServerFactory, ServerProcess
+from agentledger.client import Ledger, UnprocessableEntityError
 from agentledger.evidence import verify_bundle
 
 
@@ -162,3 +164,6 @@ def test_a_segment_ends_at_the_first_head_after_the_lineage_and_is_capped(
     detail = refused.json()["detail"]
     assert detail.startswith("event_id:") and "12 chain rows" in detail
     assert "AGENTLEDGER_EVIDENCE_MAX_ROWS" in detail
+    ledger = Ledger(server.url, server.api_key, agent, spill_dir=None)
+    with ledger, pytest.raises(UnprocessableEntityError, match="AGENTLEDGER_EVIDENCE_MAX_ROWS"):
+        ledger.evidence_bundle(late)

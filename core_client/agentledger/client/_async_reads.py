@@ -363,8 +363,9 @@ class AsyncLedgerReads(BaseLedger):
         to check offline with :func:`agentledger.evidence.verify_bundle`.
 
         Raises:
-            NotFoundError: no such event; APIStatusError: signing unavailable (503) or
-                refused (409).
+            NotFoundError: no such event; UnprocessableEntityError: a chain segment would
+                hold more rows than the server's ``AGENTLEDGER_EVIDENCE_MAX_ROWS``;
+                APIStatusError: signing unavailable (503) or refused (409).
         """
         return self._body(await self._send(self._call_evidence(str(event_id))))
 
