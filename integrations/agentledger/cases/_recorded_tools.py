@@ -5,8 +5,8 @@ run (the runner wraps them in stubs)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn
 
 from langchain_core.tools import BaseTool, StructuredTool
 
@@ -32,16 +32,25 @@ def _definition(schema: Any) -> tuple[str, str, dict[str, Any]] | None:
     return name, description if isinstance(description, str) else "", dict(parameters)
 
 
-def _never_runs(name: str) -> Any:
-    def run(**kwargs: Any) -> Any:
+def _never_runs(name: str) -> Callable[..., NoReturn]:
+    def run(**kwargs: Any) -> NoReturn:
         raise RuntimeError(f"the recorded tool {name} has no code: only its stub answers")
 
     return run
 
 
 def recorded_tools(schemas: Any) -> list[BaseTool]:
-    """Tools with the recorded names, descriptions and argument schemas (first of a name
-    wins); an empty list when nothing usable was recorded."""
+    """Tools with the recorded names, descriptions and argument schemas.
+
+    Args:
+        schemas: ``captured_with["tool_schemas"]`` of a case: a list of definitions in any
+            of the shapes above; anything else (``None``, a string) counts as none.
+
+    Returns:
+        One tool per named definition, in recorded order, the first of a name winning; an
+        empty list when nothing usable was recorded. Calling one raises ``RuntimeError``
+        (the runner's stubs answer instead).
+    """
     tools: list[BaseTool] = []
     seen: set[str] = set()
     for schema in schemas if isinstance(schemas, list) else []:

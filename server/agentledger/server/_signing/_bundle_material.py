@@ -14,6 +14,7 @@ import orjson
 from sqlalchemy import select
 
 from agentledger.protocol import limits
+from agentledger.protocol.errors import LedgerError
 from agentledger.server._chain import ChainRow
 from agentledger.server._query.decision import decision_view
 from agentledger.server._signing._heads import HeadSigner, _row_head
@@ -86,8 +87,9 @@ def _row(store: SQLStore, row: ChainRow) -> dict[str, Any]:
     return out
 
 
-class BundleTooLarge(Exception):
-    """A segment of the bundle would hold more chain rows than the server's limit."""
+class BundleTooLarge(LedgerError, ValueError):
+    """A segment of the bundle would hold more chain rows than the server's limit
+    (``Settings.evidence_max_rows``); the route answers 422 with this message."""
 
     def __init__(self, agent: str, first: int, last: int, limit: int) -> None:
         super().__init__(
@@ -97,27 +99,14 @@ class BundleTooLarge(Exception):
         )
 
 
-def _covering_head(
-    store: SQLStore, signer: HeadSigner, agent: str, needed: int
-) -> tuple[dict[str, Any], bool]:
+def _covering_head(signer: HeadSigner, agent: str, needed: int) -> tuple[dict[str, Any], bool]:
     """The earliest stored head at or after ``needed`` signed by the active key (the
     segment then ends there, not at the newest head: the background signer's heads keep an
     old event's bundle small), else a head signed now."""
     signer.keyring.refresh()  # a rotation by another process changes the active key
-    query = (
-        select(signed_heads)
-        .where(
-            signed_heads.c.agent == agent,
-            signed_heads.c.sequence_no >= needed,
-            signed_heads.c.key_id == signer.keyring.active_id,
-        )
-        .order_by(signed_heads.c.sequence_no, signed_heads.c.id)
-        .limit(1)
-    )
-    with store.reader() as conn:
-        found = conn.execute(query).first()
-    if found is not None:
-        return _row_head(found), False
+    stored = signer.first_covering(agent, needed)
+    if stored is not None:
+        return stored, False
     return signer.sign(agent), True
 
 
@@ -140,7 +129,7 @@ def _segment(
     store: SQLStore, signer: HeadSigner, agent: str, seqs: list[int], max_rows: int
 ) -> Segment:
     first = min(seqs)
-    head, signed_now = _covering_head(store, signer, agent, max(seqs))
+    head, signed_now = _covering_head(signer, agent, max(seqs))
     if head["sequence_no"] - first + 1 > max_rows:
         raise BundleTooLarge(agent, first, head["sequence_no"], max_rows)
     before = store.chain_row_at(agent, first - 1) if first > 1 else None

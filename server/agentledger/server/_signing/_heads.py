@@ -133,6 +133,23 @@ class HeadSigner:
         with self.store.reader() as conn:
             return [_row_head(row) for row in conn.execute(query)]
 
+    def first_covering(self, agent: str, sequence_no: int) -> dict[str, Any] | None:
+        """The agent's earliest stored head at or after ``sequence_no`` that the active key
+        signed; ``None`` when there is none (call :meth:`sign`)."""
+        query = (
+            select(signed_heads)
+            .where(
+                signed_heads.c.agent == agent,
+                signed_heads.c.sequence_no >= sequence_no,
+                signed_heads.c.key_id == self.keyring.active_id,
+            )
+            .order_by(signed_heads.c.sequence_no, signed_heads.c.id)
+            .limit(1)
+        )
+        with self.store.reader() as conn:
+            found = conn.execute(query).first()
+        return _row_head(found) if found is not None else None
+
     def unsigned(self) -> list[str]:
         """The agents whose current head has no signature yet (one query)."""
         signed = (
