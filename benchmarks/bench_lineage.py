@@ -114,30 +114,34 @@ def agent_run(agent: str, rounds: int) -> tuple[list[dict[str, Any]], str, str]:
 
 
 def assemble(rows: list[Any], direction: str, event_id: str) -> bytes:
-    """The answer's JSON from the rows of the server's statement, built plainly with orjson."""
-    events = [r[3:] for r in rows if r[1] is None and r[9] is not None]
+    """The answer's JSON from the rows of the server's statement, built plainly with orjson.
+
+    A walked event's row is ``(id, NULL, NULL, record, received_at, importance,
+    idempotency_key, checksum, chain_hash, agent, sequence_no, timestamp)``; an edge's is
+    ``(near, far, kind, NULL, ...)``."""
+    events = [r for r in rows if r[1] is None and r[9] is not None]
     edges = sorted(
         (r[0], r[1], r[2]) if direction == "why" else (r[1], r[0], r[2])
         for r in rows
         if r[1] is not None
     )
-    events.sort(key=lambda e: (e[9], e[7], e[8]))  # timestamp, agent, sequence_no
+    events.sort(key=lambda e: (e[11], e[9], e[10]))  # timestamp, agent, sequence_no
     chain = [
         orjson.Fragment(
-            bytes(e[0][:-1])
+            bytes(e[3][:-1])
             + b","
             + orjson.dumps(
                 {
-                    "received_at": e[1],
-                    "importance": e[2],
-                    "idempotency_key": e[3],
-                    "checksum": e[4],
-                    "chain_hash": e[5],
+                    "received_at": e[4],
+                    "importance": e[5],
+                    "idempotency_key": e[6],
+                    "checksum": e[7],
+                    "chain_hash": e[8],
                 }
             )[1:]
         )
         for e in events
-        if not (direction == "impact" and e[6] == event_id)
+        if not (direction == "impact" and e[0] == event_id)
     ]
     edge_objects = [{"effect": a, "cause": b, "kind": k} for a, b, k in edges]
     if direction == "impact":
@@ -145,7 +149,7 @@ def assemble(rows: list[Any], direction: str, event_id: str) -> bytes:
         answer |= {"edges": edge_objects, "cut_at": [], "depth_truncated": False}
         return orjson.dumps(answer | {"truncated": False})
     linked = {a for a, _, _ in edges}
-    roots = [e[6] for e in events if e[6] not in linked]
+    roots = [e[0] for e in events if e[0] not in linked]
     answer = {"event_id": event_id, "chain_length": len(chain), "chain": chain}
     answer |= {"edges": edge_objects, "roots": roots, "missing": [], "cut_at": []}
     answer |= {"chain_complete": True, "orphan": False, "depth_truncated": False}
