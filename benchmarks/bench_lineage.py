@@ -116,27 +116,27 @@ def agent_run(agent: str, rounds: int) -> tuple[list[dict[str, Any]], str, str]:
 def assemble(rows: list[Any], direction: str, event_id: str) -> bytes:
     """The answer's JSON from the rows of the server's statement, built plainly with orjson.
 
-    A walked event's row is ``(id, NULL, NULL, record, received_at, importance,
-    idempotency_key, checksum, chain_hash, agent, sequence_no, timestamp)``; an edge's is
-    ``(near, far, kind, NULL, ...)``."""
-    events = [r for r in rows if r[1] is None and r[9] is not None]
+    A walked event's row is ``(id, record, received_at, importance, idempotency_key,
+    checksum, chain_hash, agent, sequence_no, timestamp)``; the last row holds (third column)
+    every edge as ``near, far, kind`` joined by U+001F."""
+    events = [r for r in rows if r[0] is not None and r[7] is not None]
+    ends = iter(rows[-1][2].split("\x1f"))
     edges = sorted(
-        (r[0], r[1], r[2]) if direction == "why" else (r[1], r[0], r[2])
-        for r in rows
-        if r[1] is not None
+        (near, far, kind) if direction == "why" else (far, near, kind)
+        for near, far, kind in zip(ends, ends, ends, strict=True)
     )
-    events.sort(key=lambda e: (e[11], e[9], e[10]))  # timestamp, agent, sequence_no
+    events.sort(key=lambda e: (e[9], e[7], e[8]))  # timestamp, agent, sequence_no
     chain = [
         orjson.Fragment(
-            bytes(e[3][:-1])
+            bytes(e[1][:-1])
             + b","
             + orjson.dumps(
                 {
-                    "received_at": e[4],
-                    "importance": e[5],
-                    "idempotency_key": e[6],
-                    "checksum": e[7],
-                    "chain_hash": e[8],
+                    "received_at": e[2],
+                    "importance": e[3],
+                    "idempotency_key": e[4],
+                    "checksum": e[5],
+                    "chain_hash": e[6],
                 }
             )[1:]
         )
