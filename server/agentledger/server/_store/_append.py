@@ -7,17 +7,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import uuid_utils
-from sqlalchemy import Connection, select, tuple_, update
+from sqlalchemy import Connection
 
 from agentledger.protocol.vocabulary import EDGE_CAUSE
 from agentledger.server._canonical import canonical
 from agentledger.server._causes import record_edges
 from agentledger.server._chain import ChainHasher
 from agentledger.server._ingest import PreparedEvent, now_ts
-from agentledger.server._store._cycles import CycleCheck, referenced_ids
-from agentledger.server._store._rows import IN_CHUNK
+from agentledger.server._store._cycles import CycleCheck
+from agentledger.server._store._lookups import Lookups
 from agentledger.server._store.base import AppendOutcome
-from agentledger.server._tables import agents, events
 
 __all__ = ["InsertRows", "append_in", "lookup_existing"]
 
@@ -26,19 +25,10 @@ InsertRows = Callable[[Connection, list[tuple[Any, ...]]], None]
 
 
 def lookup_existing(
-    conn: Connection, items: Sequence[PreparedEvent]
+    lookups: Lookups, items: Sequence[PreparedEvent]
 ) -> tuple[dict[str, tuple[str | None, AppendOutcome]], dict[tuple[str, str], Any]]:
-    """Stored events with the ids or idempotency keys of ``items``."""
-    cols = (
-        events.c.event_id,
-        events.c.agent,
-        events.c.idempotency_key,
-        events.c.sequence_no,
-        events.c.timestamp,
-        events.c.checksum,
-        events.c.chain_hash,
-        events.c.fingerprint,
-    )
+    """Stored events with the ids or idempotency keys of ``items``: each as its fingerprint
+    and the outcome a repeat of it gets."""
     by_id: dict[str, tuple[str | None, AppendOutcome]] = {}
     by_key: dict[tuple[str, str], tuple[str | None, AppendOutcome]] = {}
 
@@ -58,18 +48,16 @@ def lookup_existing(
             by_key[(row[1], row[2])] = (row[7], outcome)
 
     ids = [it.event_id for it in items if it.event_id is not None]
-    for start in range(0, len(ids), IN_CHUNK):
-        chunk = ids[start : start + IN_CHUNK]
-        wanted = set(chunk)
-        for found in conn.execute(select(*cols).where(events.c.event_id.in_(chunk))):
-            if found[0] in wanted:
-                remember(found)
-    keys = sorted({(it.agent, it.idempotency_key) for it in items if it.idempotency_key})
-    for start in range(0, len(keys), IN_CHUNK):
-        chunk_keys = keys[start : start + IN_CHUNK]
-        pair = tuple_(events.c.agent, events.c.idempotency_key)
-        query = select(*cols).where(pair.in_(chunk_keys))
-        for row in conn.execute(query):
+    wanted = set(ids)
+    for found in lookups.existing_by_id(ids):
+        if found[0] in wanted:  # an exact match, whatever the column's collation
+            remember(found)
+    keys: dict[str, set[str]] = {}
+    for it in items:
+        if it.idempotency_key:
+            keys.setdefault(it.agent, set()).add(it.idempotency_key)
+    for agent, agent_keys in keys.items():
+        for row in lookups.existing_by_key(agent, sorted(agent_keys)):
             remember(row)
     return by_id, by_key
 
@@ -79,17 +67,6 @@ def _named_ids(items: Sequence[PreparedEvent]) -> tuple[set[str], set[str]]:
     id they name in ``supersedes``."""
     causes = {c for it in items for c in (it.parent_id, *(c for c, _ in it.caused_by)) if c}
     return causes, {it.supersedes for it in items if it.supersedes}
-
-
-def _stored_agents(conn: Connection, ids: set[str]) -> dict[str, str]:
-    """The agent of each of ``ids`` that is stored (one indexed query per chunk)."""
-    named = sorted(ids)
-    found: dict[str, str] = {}
-    for start in range(0, len(named), IN_CHUNK):
-        chunk = named[start : start + IN_CHUNK]
-        query = select(events.c.event_id, events.c.agent).where(events.c.event_id.in_(chunk))
-        found.update((row[0], row[1]) for row in conn.execute(query))
-    return found
 
 
 class _Named:
@@ -202,7 +179,8 @@ def append_in(
     such appends see each other's edges. A store with one writer passes ``None``.
     """
     received = now_ts()
-    by_id, by_key = lookup_existing(conn, items)
+    lookups = Lookups(conn)
+    by_id, by_key = lookup_existing(lookups, items)
     new_ids = [it.event_id for it in items if it.event_id is not None and it.event_id not in by_id]
     # Which named causes are stored (and under which agent) is asked BEFORE which new ids
     # stored edges name: a concurrent writer that commits between the two queries is then seen
@@ -213,29 +191,17 @@ def append_in(
     causes, replaced = _named_ids(items)
     agent_of: dict[str, str] = {}
     if lineage_lock is not None or reader_agent is not None:
-        agent_of = _stored_agents(conn, causes | replaced)
+        agent_of = lookups.agent_of(causes | replaced)
         unstored = bool(causes - agent_of.keys() - {it.event_id for it in items if it.event_id})
     elif replaced:
-        agent_of = _stored_agents(conn, replaced)
+        agent_of = lookups.agent_of(replaced)
     named = _Named(agent_of, reader_agent)
     # ids a stored event already names as a cause: only these can close a cycle
-    referenced = referenced_ids(conn, new_ids)
+    referenced = lookups.referenced(new_ids)
     if lineage_lock is not None and (unstored or referenced):
         lineage_lock(conn)
-        referenced = referenced_ids(conn, new_ids)  # edges committed while we waited
-    names = sorted({it.agent for it in items})
-    heads: dict[str, list[Any]] = {}
-    for start in range(0, len(names), IN_CHUNK):
-        query = select(
-            agents.c.agent,
-            agents.c.last_seq,
-            agents.c.last_hash,
-            agents.c.event_count,
-            agents.c.first_seen,
-            agents.c.last_seen,
-        ).where(agents.c.agent.in_(names[start : start + IN_CHUNK]))
-        for row in conn.execute(query):
-            heads[row[0]] = [row[1], row[2], row[3], row[4], row[5], False]
+        referenced = lookups.referenced(new_ids)  # edges committed while we waited
+    heads = lookups.heads(sorted({it.agent for it in items}))
     link = hasher.link
     checksum_of = hasher.checksum
     column_seal = hasher.column_seal
@@ -378,48 +344,13 @@ def append_in(
             chain_hash=chain_hash,
         )
         outcomes.append(outcome)
-        dup = AppendOutcome(
-            ok=True,
-            status=200,
-            event_id=event_id,
-            sequence_no=seq,
-            timestamp=item.timestamp,
-            checksum=checksum,
-            chain_hash=chain_hash,
-            duplicate=True,
-        )
-        by_id[event_id] = (item.fingerprint, dup)
+        # a later item repeating this one gets a copy marked duplicate (built only then)
+        by_id[event_id] = (item.fingerprint, outcome)
         if item.idempotency_key is not None:
-            by_key[(item.agent, item.idempotency_key)] = (item.fingerprint, dup)
+            by_key[(item.agent, item.idempotency_key)] = (item.fingerprint, outcome)
     if rows:
         insert_events(conn, rows)
         if edge_rows:
             insert_edges(conn, edge_rows)
-        new_heads = []
-        for name, (seq, chain_hash, count, first, last, is_new) in heads.items():
-            if is_new:
-                new_heads.append(
-                    {
-                        "agent": name,
-                        "last_seq": seq,
-                        "last_hash": chain_hash,
-                        "event_count": count,
-                        "first_seen": first,
-                        "last_seen": last,
-                    }
-                )
-            else:
-                conn.execute(
-                    update(agents)
-                    .where(agents.c.agent == name)
-                    .values(
-                        last_seq=seq,
-                        last_hash=chain_hash,
-                        event_count=count,
-                        first_seen=first,
-                        last_seen=last,
-                    )
-                )
-        if new_heads:
-            conn.execute(agents.insert(), new_heads)
+        lookups.write_heads(heads)
     return outcomes

@@ -3,7 +3,7 @@
 An event may name causes that are not stored yet (events of several agents arrive in any
 order), so a cycle can only close when an event is written whose id some earlier event already
 names as a cause. The append finds those ids with one indexed query per batch
-(:func:`referenced_ids`); only for them is the ancestry of the new causes walked
+(``Lookups.referenced`` in :mod:`._lookups`); only for them is the ancestry of the new causes walked
 (:class:`CycleCheck`), through the items pending in this batch and the stored edges. The
 stored ancestry of each event is read once per batch (one recursive query) and kept as a set,
 so a batch of many such items costs one walk per distinct cause, not one per item.
@@ -13,12 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from sqlalchemy import Connection, select, text
+from sqlalchemy import Connection, text
 
-from agentledger.server._store._rows import IN_CHUNK
-from agentledger.server._tables import event_causes
-
-__all__ = ["CycleCheck", "referenced_ids"]
+__all__ = ["CycleCheck"]
 
 #: The stored ancestry of one event: every cause reachable from it over stored edges. On
 #: PostgreSQL each step is a fenced LATERAL index lookup (a plain join was planned as a hash
@@ -34,16 +31,6 @@ _ANCESTRY = {
         "JOIN anc ON e.effect_id = anc.id) SELECT id FROM anc"
     ),
 }
-
-
-def referenced_ids(conn: Connection, ids: Sequence[str]) -> set[str]:
-    """Those of ``ids`` that a stored edge names as a cause (indexed, chunked)."""
-    found: set[str] = set()
-    for start in range(0, len(ids), IN_CHUNK):
-        chunk = list(ids[start : start + IN_CHUNK])
-        query = select(event_causes.c.cause_id).where(event_causes.c.cause_id.in_(chunk))
-        found.update(row[0] for row in conn.execute(query))
-    return found
 
 
 class CycleCheck:
