@@ -201,7 +201,8 @@ def prepare(
     event_id = item.event_id.lower() if item.event_id is not None else None
     parent_id = item.parent_id.lower() if item.parent_id is not None else None
     supersedes = item.supersedes.lower() if item.supersedes is not None else None
-    client_ts = format_ts(item.timestamp) if item.timestamp is not None else None
+    sent = item.timestamp
+    client_ts = sent if sent is None or isinstance(sent, str) else format_ts(sent)
     caused_by = _causes(item)
     scope_id = item.scope_id.lower() if item.scope_id is not None else None
     body: list[Any] = [

@@ -6,10 +6,18 @@ shapes in ``/openapi.json``; hot routes return pre-serialized JSON with the same
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
 
 from agentledger.protocol import limits
 from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_EVENT_TYPE_CHARS, MAX_SESSION_CHARS
@@ -72,6 +80,30 @@ def _utc_representable(value: datetime) -> datetime:
 #: Every time the API takes (ISO-8601; naive means UTC), storable in the one UTC format.
 UtcDatetime = Annotated[datetime, AfterValidator(_utc_representable)]
 
+#: A UTC time with microseconds, ``Z`` or ``+00:00``: the form the clients send and the one the
+#: ledger stores. Linear: the length is checked before the (anchored, fixed-width) pattern.
+_STORED_FORM = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(?:Z|\+00:00)")
+
+
+def _stored_form(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """An event time already in the stored form stays text (normalised to ``+00:00``): no
+    ``datetime`` is built and formatted back. Anything else is validated as a time."""
+    if type(value) is str and len(value) in (27, 32) and _STORED_FORM.fullmatch(value):
+        try:
+            datetime.fromisoformat(value[:26])  # a real date and time (no 30 February)
+        except ValueError:
+            pass  # the time validator names what is wrong
+        else:
+            return value[:26] + "+00:00"
+    return handler(value)
+
+
+if TYPE_CHECKING:
+    #: An event's time: text in the stored form, or a ``datetime`` to format.
+    EventTime = datetime | str
+else:
+    EventTime = Annotated[UtcDatetime, WrapValidator(_stored_form)]
+
 
 EdgeKind = Annotated[str, Field(pattern=limits.EDGE_KIND_PATTERN, max_length=32)]
 
@@ -119,7 +151,7 @@ class EventIn(BaseModel):
     event_id: UUIDStr | None = Field(
         default=None, description="client-supplied id (UUIDv7 recommended); generated if absent"
     )
-    timestamp: UtcDatetime | None = Field(
+    timestamp: EventTime | None = Field(
         default=None, description="event time (ISO-8601; naive means UTC); server clock if absent"
     )
 
