@@ -96,6 +96,11 @@ class SQLiteStore(SQLStore):
             f"SELECT {', '.join(ChainRow._fields)} FROM events"
             " WHERE agent = ? AND sequence_no > ? ORDER BY sequence_no"
         )
+        self._edge_sql = (
+            "SELECT e.sequence_no, c.cause_id, c.kind, c.agent FROM events AS e"
+            " JOIN event_causes AS c ON c.effect_id = e.event_id"
+            " WHERE e.agent = ? AND e.sequence_no > ? ORDER BY e.sequence_no"
+        )
         with self._write_lock, engine.connect() as conn:
             driver = conn.connection.driver_connection
             assert driver is not None
@@ -136,10 +141,17 @@ class SQLiteStore(SQLStore):
 
     def chain_rows(self, agent: str, *, after_seq: int = 0) -> Iterator[ChainRowTuple]:
         """Driver tuples straight from ``sqlite3`` (no Row objects: the verify hot path)."""
+        return self._driver_rows(self._chain_sql, agent, after_seq)
+
+    def edge_rows(self, agent: str, *, after_seq: int = 0) -> Iterator[tuple[int, str, str, str]]:
+        """Driver tuples straight from ``sqlite3``, read in step with :meth:`chain_rows`."""
+        return self._driver_rows(self._edge_sql, agent, after_seq)
+
+    def _driver_rows(self, sql: str, agent: str, after_seq: int) -> Iterator[Any]:
         with self.engine.connect() as conn:
             driver = conn.connection.driver_connection
             assert driver is not None
-            cursor = driver.execute(self._chain_sql, (agent, after_seq))
+            cursor = driver.execute(sql, (agent, after_seq))
             try:
                 while rows := cursor.fetchmany(2000):
                     yield from rows
