@@ -9,11 +9,12 @@ shows the counters, so an edit of any of them is reported as ``head_changed`` (o
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from agentledger.server._chain import ChainReport
+from agentledger.server._chain import ChainReport, ChainRowTuple
 
-__all__ = ["AgentHead", "check_head"]
+__all__ = ["AgentHead", "ChainSnapshot", "check_head"]
 
 
 class AgentHead(NamedTuple):
@@ -26,6 +27,20 @@ class AgentHead(NamedTuple):
     last_seen: str
     earliest: str | None
     latest: str | None
+
+
+class ChainSnapshot(NamedTuple):
+    """The head, chain rows and causal edges of one agent as one read transaction saw them.
+
+    Verification compares the three with each other, so they must come from the same moment:
+    read separately, a write that lands in between moves the head past the last row read and
+    a live agent looks truncated. ``rows`` and ``edges`` are lazy (consume them inside the
+    ``with`` block of :meth:`LedgerStore.chain_snapshot`).
+    """
+
+    head: AgentHead | None
+    rows: Iterator[ChainRowTuple]
+    edges: Iterator[tuple[int, str, str, str]]
 
 
 def _head_problem(report: ChainReport, seq: int, detail: str) -> dict[str, Any]:

@@ -94,15 +94,17 @@ def verify_chain(
             start_seq, previous = row.sequence_no, row.chain_hash
         else:
             start_seq, previous = row.sequence_no, row.chain_hash
-    verify_rows(
-        store.chain_rows(agent, after_seq=start_seq),
-        store.hasher,
-        start_seq=start_seq,
-        previous_hash=previous,
-        report=report,
-        edges=store.edge_rows(agent, after_seq=start_seq),
-    )
-    check_head(report, store.chain_head(agent))
+    # head, rows and edges from one read snapshot: a live agent's writes land meanwhile
+    with store.chain_snapshot(agent, after_seq=start_seq) as snapshot:
+        verify_rows(
+            snapshot.rows,
+            store.hasher,
+            start_seq=start_seq,
+            previous_hash=previous,
+            report=report,
+            edges=snapshot.edges,
+        )
+    check_head(report, snapshot.head)
     return json_response(report.as_dict(agent))
 
 

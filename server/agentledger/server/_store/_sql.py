@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -32,7 +32,7 @@ from sqlalchemy import (
 )
 
 from agentledger.server._chain import ChainHasher, ChainRow, ChainRowTuple
-from agentledger.server._chain_head import AgentHead
+from agentledger.server._chain_head import AgentHead, ChainSnapshot
 from agentledger.server._ingest import PreparedEvent, now_ts
 from agentledger.server._store._append import append_in
 from agentledger.server._store._each import append_each, refused_content
@@ -55,7 +55,7 @@ from agentledger.server._store.base import (
 )
 from agentledger.server._tables import agents, api_keys, event_causes, events
 
-__all__ = ["INSERT_COLUMNS", "SQLStore"]
+__all__ = ["INSERT_COLUMNS", "SQLStore", "chain_head_on"]
 
 
 class SQLStore(LedgerStore):
@@ -339,53 +339,35 @@ class SQLStore(LedgerStore):
 
     def chain_rows(self, agent: str, *, after_seq: int = 0) -> Iterator[ChainRowTuple]:
         """See :meth:`LedgerStore.chain_rows`."""
-        query = (
-            select(*CHAIN_COLS)
-            .where(events.c.agent == agent, events.c.sequence_no > after_seq)
-            .order_by(events.c.sequence_no)
-        )
         with self.reader() as conn:
-            result = conn.execution_options(yield_per=5000).execute(query)
-            for partition in result.partitions():
-                yield from map(chain_row, partition)
+            yield from _chain_rows_on(conn, agent, after_seq)
 
     def edge_rows(self, agent: str, *, after_seq: int = 0) -> Iterator[tuple[int, str, str, str]]:
         """See :meth:`LedgerStore.edge_rows`: the agent's events joined to their edges."""
-        query = (
-            select(
-                events.c.sequence_no,
-                event_causes.c.cause_id,
-                event_causes.c.kind,
-                event_causes.c.agent,
-            )
-            .join_from(events, event_causes, event_causes.c.effect_id == events.c.event_id)
-            .where(events.c.agent == agent, events.c.sequence_no > after_seq)
-            .order_by(events.c.sequence_no)
-        )
         with self.reader() as conn:
-            result = conn.execution_options(yield_per=5000).execute(query)
-            for partition in result.partitions():
-                yield from (tuple(row) for row in partition)
+            yield from _edge_rows_on(conn, agent, after_seq)
 
     def chain_head(self, agent: str) -> AgentHead | None:
         """See :meth:`LedgerStore.chain_head`."""
-        query = select(
-            agents.c.last_seq,
-            agents.c.last_hash,
-            agents.c.event_count,
-            agents.c.first_seen,
-            agents.c.last_seen,
-        ).where(agents.c.agent == agent)
-        # both bounds walk the (agent, timestamp) index from one end
-        earliest = select(func.min(events.c.timestamp)).where(events.c.agent == agent)
-        latest = select(func.max(events.c.timestamp)).where(events.c.agent == agent)
         with self.reader() as conn:
-            row = conn.execute(query).first()
-            if row is None:
-                return None
-            first = conn.execute(earliest).scalar()
-            last = conn.execute(latest).scalar()
-        return AgentHead(*row, first, last)
+            return chain_head_on(conn, agent)
+
+    @contextlib.contextmanager
+    def chain_snapshot(self, agent: str, *, after_seq: int = 0) -> Iterator[ChainSnapshot]:
+        """See :meth:`LedgerStore.chain_snapshot`: one ``REPEATABLE READ`` transaction (one
+        snapshot for every statement in it on PostgreSQL), two streamed result sets."""
+        with (
+            self.engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn,
+            conn.begin(),
+        ):
+            head = chain_head_on(conn, agent)
+            rows = _chain_rows_on(conn, agent, after_seq)
+            edges = _edge_rows_on(conn, agent, after_seq)
+            try:
+                yield ChainSnapshot(head, rows, edges)
+            finally:
+                rows.close()
+                edges.close()
 
     def chain_row_at(self, agent: str, sequence_no: int) -> ChainRow | None:
         """See :meth:`LedgerStore.chain_row_at`."""
@@ -459,3 +441,55 @@ class SQLStore(LedgerStore):
         )
         with self.reader() as conn:
             return int(conn.execute(query).scalar_one())
+
+
+def _chain_rows_on(
+    conn: Connection, agent: str, after_seq: int
+) -> Generator[ChainRowTuple, None, None]:
+    query = (
+        select(*CHAIN_COLS)
+        .where(events.c.agent == agent, events.c.sequence_no > after_seq)
+        .order_by(events.c.sequence_no)
+    )
+    result = conn.execution_options(yield_per=5000).execute(query)
+    for partition in result.partitions():
+        yield from map(chain_row, partition)
+
+
+def _edge_rows_on(
+    conn: Connection, agent: str, after_seq: int
+) -> Generator[tuple[int, str, str, str], None, None]:
+    query = (
+        select(
+            events.c.sequence_no,
+            event_causes.c.cause_id,
+            event_causes.c.kind,
+            event_causes.c.agent,
+        )
+        .join_from(events, event_causes, event_causes.c.effect_id == events.c.event_id)
+        .where(events.c.agent == agent, events.c.sequence_no > after_seq)
+        .order_by(events.c.sequence_no)
+    )
+    result = conn.execution_options(yield_per=5000).execute(query)
+    for partition in result.partitions():
+        yield from (tuple(row) for row in partition)
+
+
+def chain_head_on(conn: Connection, agent: str) -> AgentHead | None:
+    """:meth:`LedgerStore.chain_head` on an open connection (inside a caller's snapshot)."""
+    query = select(
+        agents.c.last_seq,
+        agents.c.last_hash,
+        agents.c.event_count,
+        agents.c.first_seen,
+        agents.c.last_seen,
+    ).where(agents.c.agent == agent)
+    # both bounds walk the (agent, timestamp) index from one end
+    earliest = select(func.min(events.c.timestamp)).where(events.c.agent == agent)
+    latest = select(func.max(events.c.timestamp)).where(events.c.agent == agent)
+    row = conn.execute(query).first()
+    if row is None:
+        return None
+    first = conn.execute(earliest).scalar()
+    last = conn.execute(latest).scalar()
+    return AgentHead(*row, first, last)

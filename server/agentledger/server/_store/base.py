@@ -10,12 +10,13 @@ Query features are built over a store, not into it (``docs/design/server-store.m
 from __future__ import annotations
 
 import abc
+import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentledger.server._chain import ChainHasher, ChainRow, ChainRowTuple
-from agentledger.server._chain_head import AgentHead
+from agentledger.server._chain_head import AgentHead, ChainSnapshot
 from agentledger.server._ingest import PreparedEvent
 
 __all__ = ["AppendOutcome", "KeyRecord", "LedgerStore", "Lineage"]
@@ -209,6 +210,15 @@ class LedgerStore(abc.ABC):
         """The agent's ``agents`` row as recorded by the writer (last sequence number and
         chain hash, counters) with the earliest and latest stored event timestamps, or
         ``None``."""
+
+    @abc.abstractmethod
+    def chain_snapshot(
+        self, agent: str, *, after_seq: int = 0
+    ) -> contextlib.AbstractContextManager[ChainSnapshot]:
+        """:meth:`chain_head`, :meth:`chain_rows` and :meth:`edge_rows` read in one read
+        transaction, the head first, so writes that land meanwhile are not seen by any of them
+        (what verification of a live agent needs). The rows and edges are consumed inside the
+        ``with`` block."""
 
     @abc.abstractmethod
     def chain_row_at(self, agent: str, sequence_no: int) -> ChainRow | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,8 @@ from sqlalchemy.engine.url import make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from agentledger.server._chain import ChainHasher, ChainRow, ChainRowTuple
-from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore
+from agentledger.server._chain_head import ChainSnapshot
+from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore, chain_head_on
 
 __all__ = ["MIGRATIONS_DIR", "SQLiteStore", "sqlite_path"]
 
@@ -147,16 +148,32 @@ class SQLiteStore(SQLStore):
         """Driver tuples straight from ``sqlite3``, read in step with :meth:`chain_rows`."""
         return self._driver_rows(self._edge_sql, agent, after_seq)
 
+    @contextlib.contextmanager
+    def chain_snapshot(self, agent: str, *, after_seq: int = 0) -> Iterator[ChainSnapshot]:
+        """One deferred ``BEGIN`` on one connection: the head query starts the WAL read
+        snapshot and both driver cursors read inside it (writers go on; they are not seen)."""
+        with self.engine.connect() as conn:
+            driver = conn.connection.driver_connection
+            assert driver is not None
+            driver.execute("BEGIN")
+            try:
+                head = chain_head_on(conn, agent)
+                rows = _cursor_rows(driver, self._chain_sql, agent, after_seq)
+                edges = _cursor_rows(driver, self._edge_sql, agent, after_seq)
+                try:
+                    yield ChainSnapshot(head, rows, edges)
+                finally:
+                    rows.close()
+                    edges.close()
+            finally:
+                if driver.in_transaction:
+                    driver.execute("ROLLBACK")
+
     def _driver_rows(self, sql: str, agent: str, after_seq: int) -> Iterator[Any]:
         with self.engine.connect() as conn:
             driver = conn.connection.driver_connection
             assert driver is not None
-            cursor = driver.execute(sql, (agent, after_seq))
-            try:
-                while rows := cursor.fetchmany(2000):
-                    yield from rows
-            finally:
-                cursor.close()
+            yield from _cursor_rows(driver, sql, agent, after_seq)
 
     def distinct_list(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
         """``json_group_array(DISTINCT column)``."""
@@ -165,3 +182,12 @@ class SQLiteStore(SQLStore):
     def writer_busy(self) -> bool:
         """Whether this process's write lock is held."""
         return self._write_lock.locked()
+
+
+def _cursor_rows(driver: Any, sql: str, agent: str, after_seq: int) -> Generator[Any, None, None]:
+    cursor = driver.execute(sql, (agent, after_seq))
+    try:
+        while rows := cursor.fetchmany(2000):
+            yield from rows
+    finally:
+        cursor.close()
