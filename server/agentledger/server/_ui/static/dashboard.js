@@ -98,7 +98,10 @@
 
     function select(i, scroll) {
       if (i < 0 || i >= rows.length) return;
-      if (current >= 0) rows[current].classList.remove("sel");
+      if (current >= 0) {
+        rows[current].classList.remove("sel");
+        rows[current].setAttribute("aria-selected", "false");
+      }
       current = i;
       var row = rows[i];
       row.classList.add("sel");
