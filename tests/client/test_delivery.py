@@ -341,3 +341,35 @@ def test_a_server_away_is_retried_with_backoff_then_probed_at_doubling_intervals
     ledger.close(5)
     stored = stored_events(ledger_server.url, ledger_server.api_key, agent_name)
     assert [e["event_id"] for e in stored] == [r.event_id for r in refs]
+
+
+def test_a_trickle_after_a_full_batch_waits_for_the_interval_and_flush_sends_it(
+    ledger_server: Any, agent_name: str
+) -> None:
+    """Delivery: a full batch goes at once; the events that trickle in after it wait for
+    ``flush_interval_s`` as one partial batch (not one small request per answer); ``flush()``
+    sends them at once; each event is stored once, in order."""
+    transport = FaultTransport(lambda _: None)
+    ledger = Ledger(
+        ledger_server.url,
+        ledger_server.api_key,
+        agent_name,
+        spill_dir=None,
+        sender_transport=transport,
+        flush_interval_s=60.0,
+    )
+    refs = [ledger.log("step_start", {"i": i}) for i in range(500)]  # a full batch: sent now
+    for i in range(300):  # then an agent's pace, while that batch is at the server
+        refs.append(ledger.log("step_start", {"i": 500 + i}))
+        time.sleep(0.002)
+    time.sleep(0.3)
+    assert transport.batches == 1, f"{transport.batches} requests for a trickle of 300 events"
+    assert ledger.stats().sent == 500
+    started = time.monotonic()
+    result = ledger.flush(timeout_s=20)
+    assert result.complete and result.sent == 300, result
+    assert time.monotonic() - started < 10  # the flush did not wait for the 60 s interval
+    assert transport.batches == 2
+    ledger.close(5)
+    stored = stored_events(ledger_server.url, ledger_server.api_key, agent_name)
+    assert [e["event_id"] for e in stored] == [r.event_id for r in refs]

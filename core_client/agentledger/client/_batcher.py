@@ -19,14 +19,15 @@ import httpx
 
 from agentledger.client._dead_letter import DeadLetterFile
 from agentledger.client._disk_moves import DiskMoves
-from agentledger.client._exporter import Answer, Exporter
+from agentledger.client._exporter import Exporter
 from agentledger.client._guard import capture_internal_exceptions, logger
 from agentledger.client._models import DeliveryError, FlushResult, Stats
-from agentledger.client._problems import Problems, Refusal
+from agentledger.client._outcomes import Outcomes
+from agentledger.client._problems import Problems
 from agentledger.client._queue import EventQueue, item_bytes
 from agentledger.client._redaction import ClientRedactor
 from agentledger.client._retry import RetryPolicy
-from agentledger.client._spill import Segment, SpillStore
+from agentledger.client._spill import SpillStore
 from agentledger.client._tally import Counters, Tally
 from agentledger.client._wire import Item
 
@@ -128,6 +129,13 @@ class BatchSender:
             spill=self._spill,
             redactor=self._redactor,
             max_batch=self._max_batch,
+        )
+        self._outcomes = Outcomes(
+            tally=self._tally,
+            problems=self._problems,
+            disk=self._disk,
+            spill=self._spill,
+            order=self._order,
         )
 
     # -- caller side -----------------------------------------------------------------------
@@ -357,6 +365,21 @@ class BatchSender:
                 self._claim_orphans()
             if not self._send_next(deadline, probe=False):
                 return
+            if deadline is None and not self._send_again_now():
+                return  # a partial batch waits for the interval (or a flush, or a full batch)
+
+    def _send_again_now(self) -> bool:
+        """Whether the worker sends again at once rather than waiting for the interval: a
+        batch is already prepared, a full batch is queued, the spill holds lines, or a flush
+        waits. (Sending each partial batch as soon as the previous answer came turned a
+        steady trickle of events into a stream of requests of a few events each, every one
+        costing both processes a request's fixed CPU.)"""
+        return (
+            self._prepared is not None
+            or len(self._queue) >= self._max_batch
+            or self._tally.flush_pending()
+            or (self._spill is not None and self._spill.has_backlog())
+        )
 
     def _claim_orphans(self) -> None:
         if self._spill is None:
@@ -384,7 +407,7 @@ class BatchSender:
             else:
                 with self._lock:
                     items = prepared[0] if prepared else self._queue.pop(self._max_batch)
-                    if items and not probe and not backlog:  # what is on disk goes first
+                    if items and not probe and not backlog and self._pipeline(deadline):
                         nxt = self._queue.pop(self._max_batch)  # prepared during the request
                     self._inflight = (items + nxt) or None
                     self._inflight_taken = False
@@ -394,7 +417,7 @@ class BatchSender:
                 self._tally.outcome(failed=segment.unreadable, source="backlog")
                 segment.unreadable = 0
             answer = self._exporter.export(lines, deadline, single_attempt=probe)
-            self._apply_spilled(segment, lines, answer)
+            self._outcomes.spilled(segment, lines, answer)
             return answer.error is None or len(answer.kept) < len(lines)
         if not items:
             return self._exporter.health() if probe else False
@@ -417,9 +440,18 @@ class BatchSender:
                 return True  # close() spilled both batches already; a late success is a duplicate
             if nxt:
                 self._disk.return_unsent(nxt, upcoming)
-            self._apply_memory(items, lines, answer)
+            self._outcomes.memory(items, lines, answer)
         self._problems.report(answer.error)  # callbacks run without the lock
         return len(answer.kept) < len(lines)
+
+    def _pipeline(self, deadline: float | None) -> bool:
+        """Whether the next batch is taken now, to be serialised during this request (under
+        the lock): while draining for a flush or a deadline, or when a full batch waits."""
+        return (
+            deadline is not None
+            or len(self._queue) >= self._max_batch
+            or self._tally.flush_pending()
+        )
 
     def _prepare(self, items: list[Item]) -> Future[list[bytes]] | None:
         """Serialise the next batch on a helper thread while this one is at the server (the
@@ -434,53 +466,6 @@ class BatchSender:
             return pool.submit(self._disk.lines, items)
         except RuntimeError:
             return None
-
-    # -- outcomes --------------------------------------------------------------------------
-
-    def _apply_memory(self, items: list[Item], lines: list[bytes], answer: Answer) -> None:
-        failed, dead = self._problems.refused(lines, answer)
-        self._tally.outcome(
-            stored=answer.stored,
-            duplicates=answer.duplicates,
-            failed=failed,
-            dead_lettered=dead,
-            source="memory",
-        )
-        if answer.held:
-            self._disk.hold([lines[i] for i in answer.held], [items[i] for i in answer.held])
-        if answer.kept:
-            kept = [items[i] for i in answer.kept]
-            with self._order:  # older than anything spilled meanwhile: goes first
-                if self._spill is None or not self._disk.spill_lines(
-                    [lines[i] for i in answer.kept], sync=True, first=True, drop=False
-                ):
-                    self._disk.back_to_memory(kept)
-
-    def _apply_spilled(self, segment: Segment, lines: list[bytes], answer: Answer) -> None:
-        assert self._spill is not None
-        parked = False
-        if answer.held:
-            parked = self._spill.hold([lines[i] for i in answer.held])
-        kept = sorted(answer.kept + ([] if parked else answer.held))  # unparked: stay put
-        refusals: list[Refusal | None] = []
-
-        def dead_letter() -> None:  # before the segment's file may be deleted
-            refusals.append(self._problems.dead_letter(lines, answer))
-
-        if not self._spill.delivered(segment, len(lines), [lines[i] for i in kept], dead_letter):
-            return  # close() released the segment meanwhile: the next process answers for it
-        if parked:
-            own = len(answer.held) if segment.own else 0
-            self._tally.held_back(own=own, adopted=len(answer.held) - own)
-        failed, dead = self._problems.announce(refusals[0] if refusals else None)
-        self._tally.outcome(
-            stored=answer.stored,
-            duplicates=answer.duplicates,
-            failed=failed,
-            dead_lettered=dead,
-            source="spill" if segment.own else "backlog",
-        )
-        self._problems.report(answer.error)
 
 
 def _wait(future: Future[bool], deadline: float) -> bool:

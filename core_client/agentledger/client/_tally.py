@@ -193,6 +193,12 @@ class Tally:
 
     # -- flush -----------------------------------------------------------------------------
 
+    def flush_pending(self) -> bool:
+        """Whether a flush (or close) waits for events: the sender then sends every partial
+        batch at once instead of waiting for the interval. Read without the lock (a hint;
+        a flush that starts meanwhile also wakes the sender)."""
+        return bool(self._waiters)
+
     def flush_waiter(self) -> tuple[Future[bool], Counters]:
         """A future done when every event enqueued so far has a final outcome and the
         adopted backlog is empty, and the counts now."""
