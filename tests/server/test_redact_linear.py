@@ -24,6 +24,7 @@ from agentledger.protocol.redaction import (
     PATTERN_NAMES,
     PATTERN_REGEXES,
     SECRET_REGEXES,
+    might_hold_secrets,
     redact,
 )
 
@@ -114,6 +115,12 @@ def test_redact_with_every_pattern_is_linear() -> None:
     everything = sorted(PATTERN_NAMES)
     units = tuple(units[0] for units in NEAR_MISSES.values())
     assert not _superlinear(lambda text: redact({"t": text}, patterns=everything), units)
+
+
+def test_the_secret_pre_check_is_linear() -> None:
+    # one search for any trigger word; near misses are their long shared prefixes
+    units = ("github_pa", "gh", "acces", "credentia", "phpsessi", "k_live", "sessioni", "a")
+    assert not _superlinear(lambda text: might_hold_secrets(text.encode()), units)
 
 
 def test_a_quadratic_pattern_is_caught() -> None:

@@ -15,8 +15,11 @@ import httpx
 import orjson
 import pytest
 import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from _secrets import ORDINARY, SECRET_CASES, SECRETS
+from agentledger.protocol import redaction
 from agentledger.protocol.redaction import (
     SECRET_PATTERN_NAMES,
     SECRET_REGEXES,
@@ -88,6 +91,28 @@ def test_the_byte_pre_check_sees_every_secret(value: Any) -> None:
 def test_the_byte_pre_check_passes_plain_events() -> None:
     plain = {"text": "a valid video, inside", "tool_call_id": "call_1", "run_id": "r", "n": 1}
     assert not might_hold_secrets(orjson.dumps(plain))
+
+
+#: Text made of trigger words, their halves and case variants, and a few other characters: the
+#: pieces a wrong trigger search would stumble on (a missed branch, a prefix taken for a word).
+_PIECES = st.sampled_from(
+    [w for t in redaction._STRING_TRIGGERS for w in (t, t.upper(), t[:-1], t[1:], t[: len(t) // 2])]
+    + ["a", " ", "_", "-", ":", "=", '"', "\u212a", "é", "\n"]
+)
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(st.lists(_PIECES, max_size=12))
+def test_the_byte_pre_check_is_exactly_a_trigger_substring_test(pieces: list[str]) -> None:
+    # the one-search form must say what "any trigger in the lower-cased text" says, and when it
+    # says no, redaction (secret rules only) changes nothing
+    value = {"".join(pieces[:3]) or "k": "".join(pieces)}
+    raw = orjson.dumps(value)
+    lowered = raw.decode().lower()
+    expected = any(trigger in lowered for trigger in redaction._STRING_TRIGGERS)
+    assert might_hold_secrets(raw) is expected
+    if not expected:
+        assert redact(value) == value
 
 
 @pytest.fixture(scope="module")
