@@ -16,7 +16,8 @@ import pytest
 from agentledger.client import RetryPolicy
 from agentledger.client._exporter import Exporter
 
-Answer = tuple[int, dict[str, Any] | str]
+#: status and body, and optionally response headers
+Answer = tuple[int, dict[str, Any] | str] | tuple[int, dict[str, Any] | str, dict[str, str]]
 
 
 class ScriptedServer:
@@ -24,6 +25,7 @@ class ScriptedServer:
 
     def __init__(self, script: Callable[[list[dict[str, Any]]], Answer]) -> None:
         self.posts: list[list[dict[str, Any]]] = []
+        self.prefer: list[str | None] = []
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -32,10 +34,14 @@ class ScriptedServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-            def _send(self, status: int, body: dict[str, Any] | str) -> None:
+            def _send(
+                self, status: int, body: dict[str, Any] | str, headers: dict[str, str] | None = None
+            ) -> None:
                 raw = (json.dumps(body) if isinstance(body, dict) else body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(raw)))
                 self.end_headers()
                 self.wfile.write(raw)
@@ -47,6 +53,7 @@ class ScriptedServer:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 events = json.loads(body)["events"]
                 outer.posts.append(events)
+                outer.prefer.append(self.headers.get("Prefer"))
                 self._send(*script(events))
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -162,3 +169,64 @@ def test_a_body_too_large_is_split_until_it_fits(scripted: Any) -> None:
     server = scripted(script)
     answer = _exporter(server.url).export(_lines(8), None, single_attempt=False)
     assert answer.stored == 7 and [(i, s) for i, s, _ in answer.rejected] == [(4, 413)]
+
+
+def _minimal(events: list[dict[str, Any]], refuse: dict[str, int]) -> Answer:
+    """A ``Prefer: return=minimal`` answer: counts, and the failed items only."""
+    failures = [
+        {"index": i, "ok": False, "status": refuse[e["event_id"]], "error": "no"}
+        for i, e in enumerate(events)
+        if e["event_id"] in refuse
+    ]
+    body = {"written": len(events) - len(failures), "failed": len(failures), "duplicates": 0}
+    return 200, {**body, "results": failures}, {"Preference-Applied": "return=minimal"}
+
+
+@pytest.mark.parametrize("header", [True, False], ids=["applied", "header-dropped-by-a-proxy"])
+def test_the_sender_asks_for_a_minimal_answer_and_reads_its_failures(
+    scripted: Any, header: bool
+) -> None:
+    """Delivery: the batch asks ``Prefer: return=minimal``; an answer that applied it lists
+    only the failures by index, and the other events count as stored, whether or not the
+    ``Preference-Applied`` header made it through."""
+
+    def script(events: list[dict[str, Any]]) -> Answer:
+        status, body, headers = _minimal(events, {"e3": 422, "e7": 403})
+        return (status, body, headers) if header else (status, body)
+
+    server = scripted(script)
+    answer = _exporter(server.url).export(_lines(10), None, single_attempt=False)
+    assert server.prefer == ["return=minimal"]
+    assert answer.stored == 8 and [(i, s) for i, s, _ in answer.rejected] == [(3, 422)]
+    assert answer.held == [7] and answer.kept == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"written": 9, "failed": 0, "duplicates": 0, "results": []},  # counts short of the batch
+        {"written": 9, "failed": 1, "duplicates": 0, "results": []},  # a failure not listed
+        {"written": 8, "failed": 2, "duplicates": 0, "results": [{"index": 1}, {"index": 1}]},
+        {"written": 9, "failed": 1, "duplicates": 0, "results": [{"index": 10, "ok": False}]},
+        {"written": 9, "failed": 1, "duplicates": 0, "results": [{"index": 2, "ok": True}]},
+        {"written": 10, "failed": 0, "duplicates": "0", "results": []},
+        {"written": -1, "failed": 1, "duplicates": 10, "results": [{"index": 0, "ok": False}]},
+    ],
+)
+def test_a_minimal_answer_that_does_not_add_up_stores_nothing(
+    scripted: Any, body: dict[str, Any]
+) -> None:
+    """Delivery: a minimal answer whose counts and failures do not account for every event
+    of the batch is not taken as stored: the events are kept and the server counts as away."""
+    server = scripted(lambda events: (200, body))
+    exporter = _exporter(server.url)
+    answer = exporter.export(_lines(10), None, single_attempt=True)
+    assert answer.stored == 0 and answer.kept == list(range(10)) and exporter.down
+
+
+def test_a_server_that_ignores_the_preference_is_read_in_full(scripted: Any) -> None:
+    """Delivery: without ``Preference-Applied`` the answer is a receipt per event, as from a
+    server that does not know the preference."""
+    server = scripted(lambda events: _ok(events, {"e5": 422}))
+    answer = _exporter(server.url).export(_lines(10), None, single_attempt=False)
+    assert answer.stored == 9 and [i for i, _, _ in answer.rejected] == [5]

@@ -31,6 +31,9 @@ from agentledger.client._wire import batch_body, parse_batch_response
 __all__ = ["BATCH_PATH", "Answer", "Exporter"]
 
 BATCH_PATH = "/v1/events/batch"
+#: RFC 7240: the sender needs the counts and what failed, not a receipt per stored event (a
+#: server that does not know the preference answers in full; both forms are parsed).
+_BATCH_HEADERS = {"Content-Type": "application/json", "Prefer": "return=minimal"}
 
 #: Whole-request statuses after which the events are kept and the server treated as down:
 #: an operator may fix the key, its scope or the URL, and the events must not be lost meanwhile.
@@ -279,9 +282,7 @@ class Exporter:
         return merged
 
     def _post(self, body: bytes) -> httpx.Response:
-        response = self._http().post(
-            BATCH_PATH, content=body, headers={"Content-Type": "application/json"}
-        )
+        response = self._http().post(BATCH_PATH, content=body, headers=_BATCH_HEADERS)
         if is_retryable_status(response.status_code):
             raise RetryableStatus(response)
         return response

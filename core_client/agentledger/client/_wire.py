@@ -118,7 +118,10 @@ def parse_batch_response(body: Any, sent: int) -> BatchOutcome | None:
     ``None`` when the body is not such an answer for ``sent`` events (a proxy's or login
     page's 200, say): nothing is known to be stored. An answer without ``results`` whose
     ``written`` + ``duplicates`` equal ``sent`` (and nothing ``failed``) counts every line
-    as written.
+    as written. ``results`` shorter than the batch is a ``Prefer: return=minimal`` answer:
+    the failed items only, each with its ``index``, and counts that cover the rest. It is
+    told by its shape, not by the ``Preference-Applied`` header, which a proxy may drop
+    (when every item failed, both forms are the same list).
     """
     if not isinstance(body, dict):
         return None
@@ -134,7 +137,7 @@ def parse_batch_response(body: Any, sent: int) -> BatchOutcome | None:
             return BatchOutcome(ok=sent, duplicates=dups, failures=[])
         return None
     if len(results) != sent:
-        return None
+        return _parse_minimal(body, sent)
     ok = dups = 0
     failures: list[tuple[int, int | None, str]] = []
     for index, result in enumerate(body["results"]):
@@ -154,3 +157,35 @@ def parse_batch_response(body: Any, sent: int) -> BatchOutcome | None:
                 )
             )
     return BatchOutcome(ok=ok, duplicates=dups, failures=failures)
+
+
+def _parse_minimal(body: dict[str, Any], sent: int) -> BatchOutcome | None:
+    """A ``return=minimal`` answer: counts adding up to ``sent`` and one entry per failure."""
+    written, dups, failed = body.get("written"), body.get("duplicates"), body.get("failed")
+    results = body.get("results")
+    if not (
+        type(written) is int
+        and type(dups) is int
+        and type(failed) is int
+        and min(written, dups, failed) >= 0
+        and written + dups + failed == sent
+        and isinstance(results, list)
+        and len(results) == failed
+    ):
+        return None
+    failures: list[tuple[int, int | None, str]] = []
+    for result in results:
+        index = result.get("index") if isinstance(result, dict) else None
+        if type(index) is not int or not 0 <= index < sent or result.get("ok", False):
+            return None
+        status = result.get("status")
+        failures.append(
+            (
+                index,
+                status if isinstance(status, int) else None,
+                str(result.get("error") or "rejected"),
+            )
+        )
+    if len({index for index, _, _ in failures}) != failed:
+        return None
+    return BatchOutcome(ok=sent - failed, duplicates=dups, failures=sorted(failures))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, HTTPException, Query, Response
+from fastapi import APIRouter, Header, HTTPException, Query, Response
 
 from agentledger.protocol import limits
 from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_EVENT_TYPE_CHARS, MAX_SESSION_CHARS
@@ -92,13 +92,41 @@ def log_event(
     return json_response(_log_result(outcome), outcome.status)
 
 
+#: The RFC 7240 preference a sender states to get counts and failures only.
+RETURN_MINIMAL = "return=minimal"
+
+
+def _wants_minimal(prefer: str | None) -> bool:
+    """Whether a ``Prefer`` header (comma-separated preferences, any case) asks for
+    ``return=minimal``."""
+    if not prefer:
+        return False
+    return any(
+        part.split(";", 1)[0].strip().replace(" ", "").lower() == RETURN_MINIMAL
+        for part in prefer.split(",")
+    )
+
+
 @router.post("/batch", response_model=BatchResult)
 def log_batch(
-    body: BatchIn, principal: WritePrincipal, store: StoreDep, settings: SettingsDep
+    body: BatchIn,
+    principal: WritePrincipal,
+    store: StoreDep,
+    settings: SettingsDep,
+    prefer: Annotated[
+        str | None,
+        Header(
+            description="`return=minimal` (RFC 7240): `results` lists only the failed items "
+            "(each with its `index`); the answer says so in `Preference-Applied`."
+        ),
+    ] = None,
 ) -> Response:
     """Write up to 500 events in order; each item succeeds or fails alone (per-item errors).
 
-    An item's ``parent_index`` names an earlier item of the batch, which must succeed."""
+    An item's ``parent_index`` names an earlier item of the batch, which must succeed. With
+    ``Prefer: return=minimal`` the written items' receipts are left out of ``results`` (the
+    counts stay), which is what a sender that only needs to know what failed asks for."""
+    minimal = _wants_minimal(prefer)
     if len(body.events) > settings.max_batch_items:
         raise HTTPException(
             422,
@@ -151,7 +179,12 @@ def log_batch(
         to_store.append(prepared)
         positions.append(index)
     outcomes = store.append(to_store, reader_agent=principal.agent)
+    written = duplicates = 0
     for index, outcome in zip(positions, outcomes, strict=True):
+        if outcome.ok and minimal:
+            duplicates += outcome.duplicate
+            written += not outcome.duplicate
+            continue
         entry: dict[str, Any] = {"index": index, "ok": outcome.ok, "duplicate": outcome.duplicate}
         if outcome.ok:
             entry.update(
@@ -165,12 +198,15 @@ def log_batch(
             entry.update(status=outcome.status, error=f"events.{index}.{outcome.error}")
         results[index] = entry
     final = [r for r in results if r is not None]
-    written = sum(1 for r in final if r["ok"] and not r["duplicate"])
-    duplicates = sum(1 for r in final if r["duplicate"])
+    written += sum(1 for r in final if r["ok"] and not r["duplicate"])
+    duplicates += sum(1 for r in final if r["duplicate"])
     failed = sum(1 for r in final if not r["ok"])
-    return json_response(
+    response = json_response(
         {"written": written, "failed": failed, "duplicates": duplicates, "results": final}
     )
+    if minimal:
+        response.headers["Preference-Applied"] = RETURN_MINIMAL
+    return response
 
 
 def _parse_cursor(cursor: str) -> tuple[str, int]:
