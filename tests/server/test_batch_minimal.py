@@ -37,16 +37,26 @@ def _batch(agent: str, session: str) -> tuple[list[dict[str, Any]], str]:
 
 @pytest.mark.parametrize(
     "prefer",
-    ["return=minimal", "Return=Minimal", "respond-async, return=minimal", "return = minimal"],
+    [
+        ["return=minimal"],
+        ["Return=Minimal"],
+        ["respond-async, return=minimal"],
+        ["return = minimal"],
+        ["return\t=\tminimal; extra=1"],
+        ['return="minimal"'],
+        ["respond-async", "return=minimal"],  # two header lines are one list
+    ],
 )
 def test_a_minimal_answer_lists_only_the_failures_and_counts_the_rest(
-    store_server: ServerProcess, agent_name: str, prefer: str
+    store_server: ServerProcess, agent_name: str, prefer: list[str]
 ) -> None:
     session = f"s-{uuid.uuid4()}"
     items, first = _batch(agent_name, session)
     with _client(store_server) as client:
         response = client.post(
-            "/v1/events/batch", json={"events": items}, headers={"Prefer": prefer}
+            "/v1/events/batch",
+            json={"events": items},
+            headers=[("Prefer", value) for value in prefer],
         )
         assert response.status_code == 200, response.text
         assert response.headers["preference-applied"] == "return=minimal"
@@ -62,7 +72,16 @@ def test_a_minimal_answer_lists_only_the_failures_and_counts_the_rest(
     assert first in {e["event_id"] for e in stored}
 
 
-@pytest.mark.parametrize("prefer", [None, "return=representation", "return=minimalist"])
+@pytest.mark.parametrize(
+    "prefer",
+    [
+        None,
+        "return=representation",
+        "return=minimalist",
+        "return=",
+        "return=representation, return=minimal",  # of a repeated preference the first counts
+    ],
+)
 def test_without_the_preference_every_item_has_its_receipt(
     store_server: ServerProcess, agent_name: str, prefer: str | None
 ) -> None:

@@ -96,15 +96,16 @@ def log_event(
 RETURN_MINIMAL = "return=minimal"
 
 
-def _wants_minimal(prefer: str | None) -> bool:
-    """Whether a ``Prefer`` header (comma-separated preferences, any case) asks for
-    ``return=minimal``."""
-    if not prefer:
-        return False
-    return any(
-        part.split(";", 1)[0].strip().replace(" ", "").lower() == RETURN_MINIMAL
-        for part in prefer.split(",")
-    )
+def _wants_minimal(prefer: list[str] | None) -> bool:
+    """Whether the ``Prefer`` headers ask for ``return=minimal`` (RFC 7240: every ``Prefer``
+    line is one comma-separated list; names are case-blind, a value may be quoted, spaces or
+    tabs may stand around ``=``; of a preference given twice the first counts)."""
+    for header in prefer or ():
+        for part in header.split(","):
+            name, _, value = part.split(";", 1)[0].partition("=")
+            if name.strip(" \t").lower() == "return":
+                return value.strip(" \t").strip('"').lower() == "minimal"
+    return False
 
 
 @router.post("/batch", response_model=BatchResult)
@@ -114,7 +115,7 @@ def log_batch(
     store: StoreDep,
     settings: SettingsDep,
     prefer: Annotated[
-        str | None,
+        list[str] | None,
         Header(
             description="`return=minimal` (RFC 7240): `results` lists only the failed items "
             "(each with its `index`); the answer says so in `Preference-Applied`."
