@@ -368,17 +368,20 @@ class BatchSender:
             if deadline is None and not self._send_again_now():
                 return  # a partial batch waits for the interval (or a flush, or a full batch)
 
-    def _send_again_now(self) -> bool:
-        """Whether the worker sends again at once rather than waiting for the interval: a
-        batch is already prepared, a full batch is queued, the spill holds lines, or a flush
-        waits. (Sending each partial batch as soon as the previous answer came turned a
+    def _batch_due(self) -> bool:
+        """Whether memory must be sent now, not at the interval: a full batch is queued or a
+        flush waits. (Sending each partial batch as soon as the previous answer came turned a
         steady trickle of events into a stream of requests of a few events each, every one
         costing both processes a request's fixed CPU.)"""
+        return len(self._queue) >= self._max_batch or self._tally.flush_pending()
+
+    def _send_again_now(self) -> bool:
+        """Whether the worker sends again at once rather than waiting for the interval: a
+        batch is already prepared, the spill holds lines, or :meth:`_batch_due`."""
         return (
             self._prepared is not None
-            or len(self._queue) >= self._max_batch
-            or self._tally.flush_pending()
             or (self._spill is not None and self._spill.has_backlog())
+            or self._batch_due()
         )
 
     def _claim_orphans(self) -> None:
@@ -446,12 +449,8 @@ class BatchSender:
 
     def _pipeline(self, deadline: float | None) -> bool:
         """Whether the next batch is taken now, to be serialised during this request (under
-        the lock): while draining for a flush or a deadline, or when a full batch waits."""
-        return (
-            deadline is not None
-            or len(self._queue) >= self._max_batch
-            or self._tally.flush_pending()
-        )
+        the lock): while draining for a deadline, or when :meth:`_batch_due`."""
+        return deadline is not None or self._batch_due()
 
     def _prepare(self, items: list[Item]) -> Future[list[bytes]] | None:
         """Serialise the next batch on a helper thread while this one is at the server (the

@@ -148,15 +148,18 @@ def parse_batch_response(body: Any, sent: int) -> BatchOutcome | None:
             if result.get("duplicate"):
                 dups += 1
         else:
-            status = result.get("status")
-            failures.append(
-                (
-                    index,
-                    status if isinstance(status, int) else None,
-                    str(result.get("error") or "rejected"),
-                )
-            )
+            failures.append(_failure(index, result))
     return BatchOutcome(ok=ok, duplicates=dups, failures=failures)
+
+
+def _failure(index: int, result: dict[str, Any]) -> tuple[int, int | None, str]:
+    """``(index, status or None, reason)`` of a failed item's result."""
+    status = result.get("status")
+    return (
+        index,
+        status if isinstance(status, int) else None,
+        str(result.get("error") or "rejected"),
+    )
 
 
 def _parse_minimal(body: dict[str, Any], sent: int) -> BatchOutcome | None:
@@ -178,14 +181,7 @@ def _parse_minimal(body: dict[str, Any], sent: int) -> BatchOutcome | None:
         index = result.get("index") if isinstance(result, dict) else None
         if type(index) is not int or not 0 <= index < sent or result.get("ok", False):
             return None
-        status = result.get("status")
-        failures.append(
-            (
-                index,
-                status if isinstance(status, int) else None,
-                str(result.get("error") or "rejected"),
-            )
-        )
+        failures.append(_failure(index, result))
     if len({index for index, _, _ in failures}) != failed:
         return None
     return BatchOutcome(ok=sent - failed, duplicates=dups, failures=sorted(failures))

@@ -180,12 +180,9 @@ def log_batch(
         to_store.append(prepared)
         positions.append(index)
     outcomes = store.append(to_store, reader_agent=principal.agent)
-    written = duplicates = 0
     for index, outcome in zip(positions, outcomes, strict=True):
         if outcome.ok and minimal:
-            duplicates += outcome.duplicate
-            written += not outcome.duplicate
-            continue
+            continue  # counted below, no receipt
         entry: dict[str, Any] = {"index": index, "ok": outcome.ok, "duplicate": outcome.duplicate}
         if outcome.ok:
             entry.update(
@@ -199,8 +196,9 @@ def log_batch(
             entry.update(status=outcome.status, error=f"events.{index}.{outcome.error}")
         results[index] = entry
     final = [r for r in results if r is not None]
-    written += sum(1 for r in final if r["ok"] and not r["duplicate"])
-    duplicates += sum(1 for r in final if r["duplicate"])
+    # only stored items are ok or duplicates; every failure has an entry in either form
+    written = sum(1 for o in outcomes if o.ok and not o.duplicate)
+    duplicates = sum(1 for o in outcomes if o.duplicate)
     failed = sum(1 for r in final if not r["ok"])
     response = json_response(
         {"written": written, "failed": failed, "duplicates": duplicates, "results": final}
