@@ -34,6 +34,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
         ("bench_signing.py", "HeadSigner.sign + publish to a directory"),
         ("bench_evidence.py", "verify_bundle, 200 records"),
         ("bench_decision.py", "decision(answer) over HTTP"),
+        ("bench_verify.py", "tried: compare the columns in SQL"),
         pytest.param(
             "bench_lineage.py",
             "SQLite: why(answer), 1,000-event causal DAG",
