@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from agentledger.server._ui._viewer import COOKIE
 from agentledger.testing import EmbeddedServer
 
 KEY = "bench-key"
@@ -103,7 +104,14 @@ def median_ms(fn: Callable[[], object], runs: int) -> float:
     return statistics.median(samples)
 
 
-def browser_timer() -> tuple[Callable[[str, int], float] | None, Callable[[], None]]:
+def login(ui: httpx.Client) -> None:
+    """Log the client in as a user does: the key through the login form, kept as a cookie."""
+    response = ui.post("/ui/login", data={"key": KEY, "next": "/ui/"})
+    assert response.status_code == 303, response.text[:500]
+    assert ui.cookies.get(COOKIE), "the login set no cookie"
+
+
+def browser_timer() -> tuple[Callable[[str, str, int], float] | None, Callable[[], None]]:
     if not CHROMIUM.exists():
         return None, lambda: None
     try:
@@ -114,9 +122,12 @@ def browser_timer() -> tuple[Callable[[str, int], float] | None, Callable[[], No
     browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
     page = browser.new_page(viewport={"width": 1400, "height": 900})
 
-    def measure(url: str, runs: int) -> float:
+    def measure(base: str, path: str, runs: int) -> float:
+        if not page.context.cookies(base):
+            page.context.add_cookies([{"name": COOKIE, "value": KEY, "url": base + "/ui"}])
+
         def load() -> None:
-            page.goto(url)
+            page.goto(base + path)
             page.wait_for_selector("#timeline tr.ev.sel")
 
         return median_ms(load, runs)
@@ -140,7 +151,12 @@ def main() -> None:
     measure_browser, close_browser = browser_timer()
     rows = []
     try:
-        with tempfile.TemporaryDirectory() as tmp, server(Path(tmp) / "bench.db") as url:
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            server(Path(tmp) / "bench.db") as url,
+            httpx.Client(base_url=url, timeout=120) as ui,
+        ):
+            login(ui)
             for size in sizes:
                 session = seed(url, size)
                 api = median_ms(
@@ -153,13 +169,11 @@ def main() -> None:
                     runs,
                 )
                 page = median_ms(
-                    lambda s=session: httpx.get(
-                        f"{url}/ui/sessions/{s}", timeout=120
-                    ).raise_for_status(),
+                    lambda s=session: ui.get(f"/ui/sessions/{s}").raise_for_status(),
                     runs,
                 )
                 browser = (
-                    measure_browser(f"{url}/ui/sessions/{session}", runs)
+                    measure_browser(url, f"/ui/sessions/{session}", runs)
                     if measure_browser
                     else None
                 )

@@ -36,6 +36,13 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
         ("bench_decision.py", "decision(answer) over HTTP"),
         ("bench_verify.py", "tried: compare the columns in SQL"),
         pytest.param(
+            "bench_dashboard.py",
+            "dashboard session page",
+            marks=pytest.mark.skipif(
+                not Path("/usr/bin/chromium").exists(), reason="needs /usr/bin/chromium"
+            ),
+        ),
+        pytest.param(
             "bench_lineage.py",
             "SQLite: why(answer), 1,000-event causal DAG",
             marks=pytest.mark.skipif(
