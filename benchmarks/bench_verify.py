@@ -36,6 +36,7 @@ from agentledger.server._chain import ChainRow, verify_rows
 from agentledger.server._ingest import now_ts, prepare, validate_item
 from agentledger.server._store import open_store
 from agentledger.server._store.base import LedgerStore
+from agentledger.server._store.sqlite import SQLiteStore
 
 AGENT = "bench-verify"
 ROUNDS = 7
@@ -94,15 +95,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "ledger.db"
         store = open_store(str(db))
+        assert isinstance(store, SQLiteStore)
         fill(store, n)
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        chain_sql = f"SELECT {', '.join(ChainRow._fields)} FROM events"
-        chain_sql += " WHERE agent = ? AND sequence_no > ? ORDER BY sequence_no"
-        edge_sql = (
-            "SELECT e.sequence_no, c.cause_id, c.kind, c.agent FROM events AS e"
-            " JOIN event_causes AS c ON c.effect_id = e.event_id"
-            " WHERE e.agent = ? AND e.sequence_no > ? ORDER BY e.sequence_no"
-        )
+        # the server's own two queries, so a change to them is what this measures
+        chain_sql, edge_sql = store._chain_sql, store._edge_sql
 
         def server() -> int:
             with store.chain_snapshot(AGENT) as snapshot:
