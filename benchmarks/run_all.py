@@ -68,7 +68,7 @@ def _missing_postgres() -> str | None:
 PREREQUISITES: dict[str, Callable[[], str | None]] = {
     "bench_crewai.py": _missing_module("crewai"),
     "bench_dashboard.py": _missing_chromium,
-    "bench_lineage.py": _missing_postgres,
+    "bench_lineage.py": _missing_module("psycopg"),  # measures SQLite alone without a server
     "bench_postgres.py": _missing_postgres,
 }
 

@@ -62,3 +62,19 @@ def test_benchmark_runs_quick(script: str, row: str) -> None:
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert row in result.stdout, result.stdout[-2000:]
+
+
+def test_lineage_benchmark_measures_sqlite_alone_without_postgres() -> None:
+    """Benchmarks page, first paragraph: with no PostgreSQL answering, ``bench_lineage.py``
+    still measures its SQLite rows and says PostgreSQL was skipped."""
+    closed = "postgresql://postgres@127.0.0.1:1/none"  # port 1: nothing listens there
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_lineage.py"), "--quick", "--dsn", closed],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert "PostgreSQL: skipped" in result.stdout
+    assert "SQLite: why(answer), 1,000-event causal DAG" in result.stdout
+    assert "PostgreSQL: why" not in result.stdout
