@@ -104,14 +104,17 @@ def median_ms(fn: Callable[[], object], runs: int) -> float:
     return statistics.median(samples)
 
 
-def login(ui: httpx.Client) -> None:
-    """Log the client in as a user does: the key through the login form, kept as a cookie."""
+def login(ui: httpx.Client) -> str:
+    """Log the client in as a user does: the key through the login form, kept as a cookie.
+    Returns the cookie's value, for the browser to carry too."""
     response = ui.post("/ui/login", data={"key": KEY, "next": "/ui/"})
     assert response.status_code == 303, response.text[:500]
-    assert ui.cookies.get(COOKIE), "the login set no cookie"
+    cookie = ui.cookies.get(COOKIE)
+    assert cookie, "the login set no cookie"
+    return cookie
 
 
-def browser_timer() -> tuple[Callable[[str, str, int], float] | None, Callable[[], None]]:
+def browser_timer() -> tuple[Callable[[str, str, str, int], float] | None, Callable[[], None]]:
     if not CHROMIUM.exists():
         return None, lambda: None
     try:
@@ -122,9 +125,9 @@ def browser_timer() -> tuple[Callable[[str, str, int], float] | None, Callable[[
     browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
     page = browser.new_page(viewport={"width": 1400, "height": 900})
 
-    def measure(base: str, path: str, runs: int) -> float:
-        if not page.context.cookies(base):
-            page.context.add_cookies([{"name": COOKIE, "value": KEY, "url": base + "/ui"}])
+    def measure(base: str, path: str, cookie: str, runs: int) -> float:
+        if not page.context.cookies(base):  # the session the login form opened
+            page.context.add_cookies([{"name": COOKIE, "value": cookie, "url": base + "/ui"}])
 
         def load() -> None:
             page.goto(base + path)
@@ -156,7 +159,7 @@ def main() -> None:
             server(Path(tmp) / "bench.db") as url,
             httpx.Client(base_url=url, timeout=120) as ui,
         ):
-            login(ui)
+            cookie = login(ui)
             for size in sizes:
                 session = seed(url, size)
                 api = median_ms(
@@ -173,7 +176,7 @@ def main() -> None:
                     runs,
                 )
                 browser = (
-                    measure_browser(url, f"/ui/sessions/{session}", runs)
+                    measure_browser(url, f"/ui/sessions/{session}", cookie, runs)
                     if measure_browser
                     else None
                 )

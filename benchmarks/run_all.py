@@ -113,9 +113,8 @@ def run_script(path: Path, quick: bool, timeout_s: float) -> Outcome:
     seconds = time.perf_counter() - start
     if result.returncode != 0:
         tail = "\n".join(result.stderr.strip().splitlines()[-15:])
-        return Outcome(
-            path.name, f"failed (exit {result.returncode})", seconds, result.stdout + tail
-        )
+        output = "\n".join(part for part in (result.stdout.rstrip(), tail) if part)
+        return Outcome(path.name, f"failed (exit {result.returncode})", seconds, output)
     return Outcome(path.name, "ok", seconds, result.stdout)
 
 
