@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+from doc_tables import TARGET_COLUMNS, doc_table, verdict  # the script's directory is on sys.path
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.output_parsers import StrOutputParser
@@ -375,6 +376,30 @@ def print_table(rows: list[Row]) -> None:
                 f"{_ratio(reference, ours, cpu=True)} cpu (target >= 20x)"
             )
         print(line)
+    print(doc_table("targets", TARGET_COLUMNS, target_rows(rows)))
+
+
+def target_rows(rows: list[Row]) -> list[tuple[str, ...]]:
+    """The docs' rows of targets: per-callback wall time, ours next to zizkadb-sdk's."""
+    out = []
+    for workload in dict.fromkeys(r.workload for r in rows):
+        mine = {r.handler: r for r in rows if r.workload == workload}
+        ours, reference = mine[OURS], mine.get(REFERENCE)
+        if reference is None or ours.per_callback_us <= 0:
+            continue
+        ratio = reference.per_callback_us / ours.per_callback_us
+        name = workload.replace("lcel", "LCEL").replace("langgraph", "LangGraph")
+        out.append(
+            (
+                f"LangChain handler, {name}, server on the same machine, per callback "
+                "(reference: zizkadb-sdk's handler)",
+                f"{ours.per_callback_us:,.1f} µs",
+                f"{reference.per_callback_us:,.1f} µs",
+                f"{ratio:,.1f}× cheaper",
+                verdict(ratio, at_least=20),
+            )
+        )
+    return out
 
 
 def _ratio(reference: Row, ours: Row, cpu: bool = False) -> str:

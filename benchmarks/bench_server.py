@@ -38,6 +38,7 @@ import httpx
 import orjson
 import psutil
 import uuid_utils
+from doc_tables import TARGET_COLUMNS, doc_table, verdict  # the script's directory is on sys.path
 
 from agentledger.testing import EmbeddedServer
 
@@ -88,6 +89,7 @@ def client_ts() -> str:
 #: Event shapes: ``plain`` (server-made ids and times, no floats) and ``langchain`` (what the
 #: client sends for a LangChain ``llm_end``: its own UUIDv7 and timestamp, a scope, a float).
 SHAPES = ("plain", "langchain")
+SHAPE_NAMES = {"plain": "plain", "langchain": "LangChain-shaped"}
 
 
 def batches(agent: str, n: int, shape: str = "plain") -> Iterator[bytes]:
@@ -305,6 +307,7 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
     n_ingest = args.events or (10_000 if args.quick else 100_000)
     n_export = args.export_events or (20_000 if args.quick else 1_000_000 if args.full else 200_000)
     rows: list[tuple[str, str, str, str, str]] = []
+    targets: list[tuple[str, str, str, str, str]] = []  # the docs' table of targets
 
     raw = RawLoop(tmp / "raw.db")
     with server(tmp / "ledger.db") as (url, proc):
@@ -333,6 +336,17 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
                         f"ratio {'ok' if ratio >= 0.6 else 'MISS'} (>=0.6x)",
                     )
                 )
+                if not minimal:
+                    targets.append(
+                        (
+                            f"ingest, {SHAPE_NAMES[shape]} events over HTTP in batches of 500 "
+                            "(reference: the raw sqlite3 loop)",
+                            f"{ours_rate:,.0f} ev/s",
+                            f"{raw_rate:,.0f} ev/s",
+                            f"{ratio:.2f}×",
+                            verdict(ratio, at_least=0.6),
+                        )
+                    )
         headers = {"Authorization": f"Bearer {KEY}"}
         with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
             chain = post_chain(client, "bench-why", [None, *range(0, 1_000)])
@@ -427,6 +441,15 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
                     f"rate {'ok' if verify_rate >= 100_000 else 'MISS'} (>=100k/s)",
                 )
             )
+            targets.append(
+                (
+                    f"verify {n_export:,} events over HTTP (reference: a direct SQL pass)",
+                    f"{verify_rate:,.0f} ev/s",
+                    f"{direct_rate:,.0f} ev/s",
+                    f"{verify_rate / direct_rate:.2f}×",
+                    verdict(verify_rate / direct_rate, at_least=0.8),
+                )
+            )
             rows.append(
                 (
                     f"(loading {n_export:,} export events, same HTTP path)",
@@ -449,6 +472,7 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
     print("-|-".join("-" * w for w in widths))
     for row in rows:
         print(" | ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)))
+    print(doc_table("targets", TARGET_COLUMNS, targets))
 
 
 if __name__ == "__main__":

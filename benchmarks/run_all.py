@@ -9,6 +9,10 @@ Each script measures ours next to its reference in the same run, so every table 
 ratio; this runner adds nothing to the numbers. A script whose prerequisite is missing (CrewAI,
 Chromium and Playwright, a reachable PostgreSQL) is skipped and says why. A script that fails
 is reported with the end of its error output, the others still run, and the exit status is 1.
+
+``--update-docs`` (full sizes only) then merges the tables the scripts printed for the docs
+into ``README.md`` and ``docs/pages/benchmarks.md`` (``--doc PATH`` picks other files); how a
+block is merged is in ``doc_tables.py``. A failed script's tables are not used.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from doc_tables import Table, printed_tables, update_doc
 
 HERE = Path(__file__).resolve().parent
 POSTGRES_DEFAULT = "postgresql://postgres@127.0.0.1:5432/test"
@@ -136,6 +142,36 @@ def _markdown(outcomes: list[Outcome], before: str, after: str, quick: bool) -> 
     return "\n".join(lines) + "\n"
 
 
+def update_docs(docs: list[Path], outcomes: list[Outcome], date: str) -> bool:
+    """Merge the doc tables of the scripts that passed into ``docs``; ``False`` on an error."""
+    tables: dict[str, Table] = {}
+    ok, used = True, set()
+    print("\n=== docs ===")
+    for outcome in outcomes:
+        if outcome.status != "ok":
+            continue
+        for name, table in printed_tables(outcome.output).items():
+            known = tables.setdefault(name, Table(table.header))
+            if known.header != table.header:  # two scripts disagree on a shared table's columns
+                print(f"{outcome.script}: table {name!r} not used, its columns differ")
+                ok = False
+                continue
+            known.rows += table.rows
+    for doc in docs:
+        result = update_doc(doc.read_text(encoding="utf-8"), tables, date)
+        if result.error is not None:
+            print(f"{doc}: not written, {result.error}")
+            ok = False
+            continue
+        if result.updated:
+            doc.write_text(result.text, encoding="utf-8")
+        used.update(result.updated)
+        print(f"{doc}: {', '.join(result.updated) or 'no table measured in this run'}")
+    for name in sorted(set(tables) - used):
+        print(f"printed but in no doc: {name}")
+    return ok
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="every script at its smoke size")
@@ -149,7 +185,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--timeout", type=float, default=3600.0, help="seconds one script may take (default 3600)"
     )
+    parser.add_argument(
+        "--update-docs", action="store_true", help="merge the measured doc tables into the docs"
+    )
+    parser.add_argument(
+        "--doc",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="a doc --update-docs updates (default: README.md and docs/pages/benchmarks.md)",
+    )
     args = parser.parse_args(argv)
+    if args.update_docs and args.quick:
+        parser.error("--update-docs writes full-size measurements only; drop --quick")
+    docs = args.doc or [HERE.parent / "README.md", HERE.parent / "docs" / "pages" / "benchmarks.md"]
     scripts = sorted(args.dir.glob("bench_*.py"))
     if args.only:
         known = {path.name: path for path in scripts}
@@ -171,7 +221,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{outcome.script:<28} {outcome.status:<40} {outcome.seconds:6.0f} s")
     if args.out is not None:
         args.out.write_text(_markdown(outcomes, before, after, args.quick), encoding="utf-8")
-    return 1 if any(o.status.startswith("failed") for o in outcomes) else 0
+    docs_ok = True
+    if args.update_docs:
+        docs_ok = update_docs(docs, outcomes, dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"))
+    failed = any(o.status.startswith("failed") for o in outcomes)
+    return 1 if failed or not docs_ok else 0
 
 
 if __name__ == "__main__":

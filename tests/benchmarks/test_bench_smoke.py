@@ -1,13 +1,17 @@
 """The benchmarks still run (``--quick`` sizes): they share the embedded server helper and the
 public APIs, so a change elsewhere must not leave them broken until someone measures again.
 
-Only that they run and print their table is checked; numbers are measured by hand on a quiet
-machine and copied into the README (timed assertions would flake on a shared machine).
+Only that they run and print their tables is checked, among them every table a script prints
+for the docs (``doc_table("name", ...)`` in its source, parsed back as ``run_all.py
+--update-docs`` parses it); numbers are measured at full size by ``run_all.py --update-docs``,
+never asserted here (timed assertions would flake on a shared machine).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +19,11 @@ from pathlib import Path
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+_SPEC = importlib.util.spec_from_file_location("_bench_doc_tables", BENCHMARKS / "doc_tables.py")
+assert _SPEC is not None and _SPEC.loader is not None
+doc_tables = sys.modules["_bench_doc_tables"] = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(doc_tables)
+DOC_TABLE_CALL = re.compile(r'doc_table\(\s*"([\w-]+)"')
 
 
 @pytest.mark.parametrize(
@@ -30,9 +39,10 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
         ("bench_client.py", "100,000 events, server down (closed port)"),
         ("bench_agents_adapters.py", "OpenAI Agents SDK"),
         ("bench_retention.py", "SQLite: sweep erasure rate"),
-        ("bench_otlp.py", "OTLP protobuf, POST /v1/traces"),
+        ("bench_otlp.py", "OTLP protobuf, `POST /v1/traces`"),
         ("bench_signing.py", "HeadSigner.sign + publish to a directory"),
-        ("bench_evidence.py", "verify_bundle, 200 records"),
+        ("bench_evidence.py", "`verify_bundle`, 200 records"),
+        ("bench_langchain.py", "LangChain handler, LCEL async, server on the same machine"),
         ("bench_decision.py", "decision(answer) over HTTP"),
         ("bench_verify.py", "tried: compare the columns in SQL"),
         pytest.param(
@@ -62,6 +72,9 @@ def test_benchmark_runs_quick(script: str, row: str) -> None:
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert row in result.stdout, result.stdout[-2000:]
+    printed = doc_tables.printed_tables(result.stdout)
+    for name in DOC_TABLE_CALL.findall((BENCHMARKS / script).read_text()):
+        assert name in printed and printed[name].rows, (name, result.stdout[-2000:])
 
 
 def test_lineage_benchmark_measures_sqlite_alone_without_postgres() -> None:

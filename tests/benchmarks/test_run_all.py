@@ -7,6 +7,7 @@ for the failure paths)."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,9 +26,14 @@ def _run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
 def test_real_scripts_print_their_tables_and_the_report_holds_them(tmp_path: Path) -> None:
     report = tmp_path / "report.md"
     result = _run(
-        "--quick", "--only", "bench_verify.py", "--only", "bench_redaction.py", "--out", str(report)
+        "--quick",
+        *("--only", "bench_verify.py", "--only", "bench_redaction.py"),
+        *("--only", "bench_otlp.py", "--out", str(report)),
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    # the runner's quiet environment (OTEL_SDK_DISABLED) must not empty the OTLP benchmark
+    otlp = next(line for line in result.stdout.splitlines() if "POST /v1/traces" in line)
+    assert 10 <= float(otlp.split("|")[2].replace(",", "")) < 1e7, otlp
     for row in ("tried: compare the columns in SQL", "redact(), every pattern"):
         assert row in result.stdout
         assert row in report.read_text()
@@ -75,3 +81,108 @@ def test_an_unknown_script_is_refused_by_name() -> None:
     result = _run("--only", "bench_nope.py")
     assert result.returncode == 2
     assert "no such benchmark" in result.stderr and "bench_nope.py" in result.stderr
+
+
+# -- --update-docs: the README's "Performance" section and the benchmarks page's second
+# paragraph (tables between `measured` markers are written by the runner, rows merged by their
+# first cell and dated by the run)
+
+
+def _table_script(rows: list[tuple[str, str]], name: str = "t", header: str = "| m | v |") -> str:
+    body = "\n".join(f"| {key} | {value} |" for key, value in rows)
+    block = f"<!-- measured: {name} -->\n{header}\n|---|---|\n{body}\n<!-- /measured: {name} -->"
+    return f"print({block!r})\n"
+
+
+DOC = """# A page
+
+Prose that stays.
+
+<!-- measured: t -->
+
+| m | v | measured |
+|---|---|---|
+| kept | 0 | 2026-01-01 |
+| replaced | 9 | 2026-01-01 |
+
+<!-- /measured: t -->
+
+Prose after.
+"""
+
+
+def test_update_docs_merges_rows_by_first_cell_from_every_script_and_dates_them(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "bench_a.py").write_text(_table_script([("replaced", "1")]))
+    (tmp_path / "bench_b.py").write_text(
+        _table_script([("new", "a \\| b")]) + _table_script([("x", "1")], name="nowhere")
+    )
+    doc = tmp_path / "doc.md"
+    doc.write_text(DOC)
+    result = _run("--dir", str(tmp_path), "--update-docs", "--doc", str(doc))
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = doc.read_text()
+    today = next(line for line in text.splitlines() if line.startswith("| replaced")).split()[-2]
+    assert today != "2026-01-01" and len(today) == 10  # the run's date, YYYY-MM-DD
+    assert "| kept | 0 | 2026-01-01 |" in text  # not measured in this run: left as it was
+    assert f"| replaced | 1 | {today} |" in text and "| replaced | 9 |" not in text
+    assert f"| new | a \\| b | {today} |" in text  # appended, its escaped bar kept
+    assert text.index("| kept") < text.index("| replaced") < text.index("| new")
+    assert text.startswith("# A page\n\nProse that stays.\n") and text.endswith("Prose after.\n")
+    assert "printed but in no doc: nowhere" in result.stdout
+    again = _run("--dir", str(tmp_path), "--update-docs", "--doc", str(doc))
+    assert again.returncode == 0 and doc.read_text() == text  # a second run changes nothing
+
+
+def test_update_docs_replaces_a_block_whose_columns_changed(tmp_path: Path) -> None:
+    (tmp_path / "bench_a.py").write_text(_table_script([("only", "1")], header="| k | w |"))
+    doc = tmp_path / "doc.md"
+    doc.write_text(DOC)
+    assert _run("--dir", str(tmp_path), "--update-docs", "--doc", str(doc)).returncode == 0
+    text = doc.read_text()
+    assert "| k | w | measured |" in text and "| only | 1 |" in text
+    assert "kept" not in text and "replaced" not in text
+
+
+def test_update_docs_ignores_a_failed_scripts_tables(tmp_path: Path) -> None:
+    (tmp_path / "bench_a.py").write_text(
+        _table_script([("replaced", "1")]) + 'raise SystemExit("broke after its table")\n'
+    )
+    doc = tmp_path / "doc.md"
+    doc.write_text(DOC)
+    result = _run("--dir", str(tmp_path), "--update-docs", "--doc", str(doc))
+    assert result.returncode == 1
+    assert doc.read_text() == DOC
+    assert f"{doc}: no table measured in this run" in result.stdout
+
+
+def test_update_docs_leaves_a_doc_with_an_unclosed_block_unwritten(tmp_path: Path) -> None:
+    (tmp_path / "bench_a.py").write_text(_table_script([("replaced", "1")]))
+    doc = tmp_path / "doc.md"
+    broken = DOC.replace("<!-- /measured: t -->\n", "")
+    doc.write_text(broken)
+    result = _run("--dir", str(tmp_path), "--update-docs", "--doc", str(doc))
+    assert result.returncode == 1
+    assert doc.read_text() == broken
+    assert "not written" in result.stdout and "<!-- /measured: t -->" in result.stdout
+
+
+def test_update_docs_refuses_smoke_sizes() -> None:
+    result = _run("--quick", "--update-docs", "--only", "bench_verify.py")
+    assert result.returncode == 2
+    assert "--update-docs writes full-size measurements only" in result.stderr
+
+
+def test_every_measured_block_of_the_docs_is_closed_and_printed_by_a_benchmark() -> None:
+    repo = RUN_ALL.parents[1]
+    sources = "".join(path.read_text() for path in (repo / "benchmarks").glob("bench_*.py"))
+    printed = set(re.findall(r'doc_table\(\s*"([\w-]+)"', sources))
+    seen = set()
+    for doc in (repo / "README.md", repo / "docs" / "pages" / "benchmarks.md"):
+        text = doc.read_text()
+        for name in re.findall(r"^<!-- measured: ([\w-]+) -->$", text, flags=re.M):
+            assert f"\n<!-- /measured: {name} -->" in text, (doc.name, name)
+            assert name in printed, f"{doc.name}: no benchmark prints the table {name!r}"
+            seen.add(name)
+    assert {"targets", "client-delivery", "otlp-ingest", "evidence", "lineage"} <= seen
