@@ -206,6 +206,11 @@ def route_table(app: FastAPI) -> set[str]:
     return found
 
 
+def served_routes(app: FastAPI) -> list[tuple[Any, str]]:
+    """``(route, full path)`` of every route in the order the app tries them on a request."""
+    return list(_walk(app.routes))
+
+
 def _walk(routes: Any) -> Iterator[tuple[Any, str]]:
     for route in routes:
         contexts = getattr(route, "effective_route_contexts", None)

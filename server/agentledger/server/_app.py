@@ -162,20 +162,24 @@ def create_app(
     for error_class in DATABASE_ERRORS:
         app.add_exception_handler(error_class, internal_error)
 
+    # FastAPI tries the routes in this order on every request, so the hot ones come first: the
+    # writes, then the reads by event id. Every fixed path the `/v1/events/{event_id}` routes
+    # would also match (`/v1/events/chain`, `/export`, `/at`, and the extra routers') must come
+    # before them; the other routers cannot collide with those and follow.
     app.include_router(health.router)
     app.include_router(events.router)
-    app.include_router(ledger.router)
-    app.include_router(catalog.router)
-    app.include_router(keys.router)
-    app.include_router(query.router)  # search, baselines, at, forget, memory
-    app.include_router(usage.router)  # token usage, cost, suggestions, reports
-    app.include_router(retention.router)  # policies, sweep, erasure log
-    app.include_router(signing.router)  # public signing keys of signed chain heads
-    app.include_router(evidence.router)  # GET /v1/events/{id}/evidence (zip)
-    app.include_router(otlp.router)  # OpenTelemetry trace ingest (POST /v1/traces)
-    mount_dashboard(app)  # /ui/ pages + /ui/static
+    app.include_router(ledger.router)  # chain, export: before /v1/events/{event_id}
+    app.include_router(query.router)  # search, baselines, at, forget, memory: before it too
     for router in extra_routers:
         app.include_router(router)
     app.include_router(events.lineage_router)
     app.include_router(decision.router)  # GET /v1/events/{id}/decision
+    app.include_router(evidence.router)  # GET /v1/events/{id}/evidence (zip)
+    app.include_router(catalog.router)
+    app.include_router(keys.router)
+    app.include_router(usage.router)  # token usage, cost, suggestions, reports
+    app.include_router(retention.router)  # policies, sweep, erasure log
+    app.include_router(signing.router)  # public signing keys of signed chain heads
+    app.include_router(otlp.router)  # OpenTelemetry trace ingest (POST /v1/traces)
+    mount_dashboard(app)  # /ui/ pages + /ui/static
     return app

@@ -7,7 +7,7 @@ whichever store and route produced it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from sqlalchemy import Connection, select
@@ -87,6 +87,30 @@ CHAIN_COLS = (
     events.c.importance,
     events.c.seal,
 )
+
+
+#: One event by id, the columns of :data:`EVENT_COLS`, in the driver's named-parameter style
+#: (``{p}`` is ``:event_id`` for sqlite3, ``%(event_id)s`` for psycopg).
+_GET_EVENT_SQL: Final = "SELECT {cols} FROM events WHERE event_id = {p}".format(
+    cols=", ".join(column.name for column in EVENT_COLS), p="{p}"
+)
+_EVENT_PARAM: Final = {"sqlite": ":event_id", "postgresql": "%(event_id)s"}
+
+
+def fetch_event_row(conn: Connection, event_id: str) -> Sequence[Any] | None:
+    """The :data:`EVENT_COLS` row of ``event_id`` read on the driver's cursor (a plain tuple;
+    SQLAlchemy's statement building and row objects cost about three times the query)."""
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    cursor = driver.cursor()
+    try:
+        cursor.execute(
+            _GET_EVENT_SQL.format(p=_EVENT_PARAM[conn.dialect.name]), {"event_id": event_id}
+        )
+        row: Sequence[Any] | None = cursor.fetchone()
+    finally:
+        cursor.close()
+    return row
 
 
 def event_dict(row: Sequence[Any]) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from agentledger.server._store._rows import (
     event_dict,
     event_fragment,
     export_line,
+    fetch_event_row,
     key_record,
 )
 from agentledger.server._store.base import (
@@ -179,7 +180,7 @@ class SQLStore(LedgerStore):
     def get_event(self, event_id: str) -> dict[str, Any] | None:
         """See :meth:`LedgerStore.get_event`."""
         with self.reader() as conn:
-            row = conn.execute(select(*EVENT_COLS).where(events.c.event_id == event_id)).first()
+            row = fetch_event_row(conn, event_id)
         return event_dict(row) if row is not None else None
 
     def list_events(
