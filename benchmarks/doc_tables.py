@@ -74,12 +74,21 @@ class Table:
         return [_row(self.header), "|" + "---|" * len(self.header), *map(_row, self.rows)]
 
 
-def _name(line: str, template: str) -> str | None:
-    prefix, suffix = template.split("{}")
+def _marker(line: str) -> tuple[str, str] | None:
+    """``("begin", name)`` or ``("end", name)`` for a marker line (spacing inside the comment
+    is free), ``None`` for any other line."""
     text = line.strip()
-    if text.startswith(prefix) and text.endswith(suffix) and len(text) > len(prefix + suffix):
-        return text[len(prefix) : -len(suffix)].strip()
+    if not (text.startswith("<!--") and text.endswith("-->")):
+        return None
+    inner = text[4:-3].strip()
+    for kind, word in (("end", "/measured:"), ("begin", "measured:")):
+        if inner.startswith(word) and inner[len(word) :].strip():
+            return kind, inner[len(word) :].strip()
     return None
+
+
+def _is_fence(line: str) -> bool:
+    return line.lstrip().startswith(("```", "~~~"))
 
 
 def _table(lines: list[str]) -> Table | None:
@@ -90,32 +99,50 @@ def _table(lines: list[str]) -> Table | None:
 
 
 def printed_tables(output: str) -> dict[str, Table]:
-    """Every doc table a script printed, by name (a block left open is ignored)."""
+    """Every doc table a script printed, by name. A block left open is ignored (the next
+    opening line starts afresh); a name printed twice has the rows of both."""
     found: dict[str, Table] = {}
     name: str | None = None
     body: list[str] = []
     for line in output.splitlines():
-        if name is None:
-            name = _name(line, BEGIN)
-            body = []
-        elif _name(line, END) == name:
+        marker = _marker(line)
+        if marker is not None and marker[0] == "begin":
+            name, body = marker[1], []
+        elif name is not None and marker == ("end", name):
             table = _table(body)
             if table is not None:
-                found[name] = table
+                known = found.setdefault(name, Table(table.header))
+                if known.header == table.header:
+                    known.rows += table.rows
+                else:  # the same name with other columns: the later table wins
+                    found[name] = table
             name = None
-        else:
+        elif name is not None:
             body.append(line)
     return found
 
 
 def merge(old: Table | None, new: Table, date: str) -> Table:
-    """``old`` with the rows of ``new`` in place, each new row dated (see the module text)."""
+    """``old`` with the rows of ``new`` in place, each new row dated (see the module text).
+
+    A row shorter than the header is padded, so the date stays in its column; of rows with the
+    same first cell the last printed wins, and a doc's later copies of a replaced row go."""
+    width = len(new.header)
     header = [*new.header, DATE_COLUMN]
-    fresh = {row[0]: [*row, date] for row in new.rows}
+    fresh = {row[0]: [*row[:width], *[""] * (width - len(row)), date] for row in new.rows if row}
     if old is None or old.header != header:
         return Table(header, list(fresh.values()))
-    rows = [fresh.pop(row[0], row) for row in old.rows]
-    return Table(header, rows + list(fresh.values()))
+    rows, placed = [], set()
+    for row in old.rows:
+        key = row[0] if row else ""
+        if key in placed:
+            continue  # a duplicate of a row replaced above
+        if key in fresh:
+            rows.append(fresh[key])
+            placed.add(key)
+        else:
+            rows.append(row)
+    return Table(header, rows + [row for key, row in fresh.items() if key not in placed])
 
 
 @dataclass
@@ -126,24 +153,36 @@ class DocUpdate:
 
 
 def update_doc(text: str, tables: dict[str, Table], date: str) -> DocUpdate:
-    """``text`` with every block named in ``tables`` merged; an unclosed block is an error."""
+    """``text`` with every block named in ``tables`` merged. Markers inside a fenced code
+    block are text, not blocks; any block without its closing line is an error (nothing is
+    written). A block holds its table only: the runner rewrites it whole. Line endings are
+    kept (``\\r\\n`` or ``\\n``)."""
+    crlf = "\r\n" in text
+    lines = text.replace("\r\n", "\n").split("\n")
     out: list[str] = []
     updated: list[str] = []
-    lines = text.split("\n")
+    fenced = False
     i = 0
     while i < len(lines):
         line = lines[i]
         out.append(line)
-        name = _name(line, BEGIN)
         i += 1
-        if name is None or name not in tables:
+        if _is_fence(line):
+            fenced = not fenced
+        marker = None if fenced else _marker(line)
+        if marker is None or marker[0] != "begin":
             continue
-        start = i
-        while i < len(lines) and _name(lines[i], END) != name:
-            i += 1
-        if i == len(lines):
+        name = marker[1]
+        end = i
+        while end < len(lines) and _marker(lines[end]) != ("end", name):
+            end += 1
+        if end == len(lines):
             return DocUpdate(text, [], f"the block {name!r} has no {END.format(name)!r} line")
-        merged = merge(_table(lines[start:i]), tables[name], date)
-        out += ["", *merged.lines(), ""]
-        updated.append(name)
-    return DocUpdate("\n".join(out), updated)
+        if name in tables:
+            out += ["", *merge(_table(lines[i:end]), tables[name], date).lines(), ""]
+            updated.append(name)
+        else:
+            out += lines[i:end]
+        i = end
+    result = "\n".join(out)
+    return DocUpdate(result.replace("\n", "\r\n") if crlf else result, updated)

@@ -158,13 +158,13 @@ def update_docs(docs: list[Path], outcomes: list[Outcome], date: str) -> bool:
                 continue
             known.rows += table.rows
     for doc in docs:
-        result = update_doc(doc.read_text(encoding="utf-8"), tables, date)
+        result = update_doc(doc.read_bytes().decode("utf-8"), tables, date)  # keeps \r\n
         if result.error is not None:
             print(f"{doc}: not written, {result.error}")
             ok = False
             continue
         if result.updated:
-            doc.write_text(result.text, encoding="utf-8")
+            doc.write_bytes(result.text.encode("utf-8"))
         used.update(result.updated)
         print(f"{doc}: {', '.join(result.updated) or 'no table measured in this run'}")
     for name in sorted(set(tables) - used):
@@ -200,6 +200,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.update_docs and args.quick:
         parser.error("--update-docs writes full-size measurements only; drop --quick")
     docs = args.doc or [HERE.parent / "README.md", HERE.parent / "docs" / "pages" / "benchmarks.md"]
+    missing = [str(doc) for doc in docs if not doc.is_file()] if args.update_docs else []
+    if missing:
+        parser.error(f"no such doc to update: {', '.join(missing)}")
+    args.dir = args.dir.resolve()  # each script runs with its own directory as the cwd
     scripts = sorted(args.dir.glob("bench_*.py"))
     if args.only:
         known = {path.name: path for path in scripts}

@@ -186,3 +186,69 @@ def test_every_measured_block_of_the_docs_is_closed_and_printed_by_a_benchmark()
             assert name in printed, f"{doc.name}: no benchmark prints the table {name!r}"
             seen.add(name)
     assert {"targets", "client-delivery", "otlp-ingest", "evidence", "lineage"} <= seen
+
+
+def test_update_docs_leaves_markers_in_code_fences_and_keeps_crlf(tmp_path: Path) -> None:
+    """A marker shown as an example in a fenced block is text; a CRLF doc stays CRLF."""
+    (tmp_path / "bench_a.py").write_text(_table_script([("replaced", "1")]))
+    example = "```markdown\n<!-- measured: t -->\n```\n\n"
+    doc = tmp_path / "doc.md"
+    doc.write_bytes((example + DOC).replace("\n", "\r\n").encode())
+    result = _run("--dir", str(tmp_path), "--update-docs", "--doc", str(doc))
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = doc.read_bytes().decode()
+    assert text.startswith(example.replace("\n", "\r\n"))  # the example is untouched
+    assert "| replaced | 1 |" in text and "\n" not in text.replace("\r\n", "")
+
+
+def test_an_unclosed_block_in_a_scripts_output_does_not_hide_the_next(tmp_path: Path) -> None:
+    (tmp_path / "bench_a.py").write_text(
+        'print("<!-- measured: open -->\\n| m | v |")\n' + _table_script([("replaced", "1")])
+    )
+    doc = tmp_path / "doc.md"
+    doc.write_text(DOC)
+    result = _run("--dir", str(tmp_path), "--update-docs", "--doc", str(doc))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "| replaced | 1 |" in doc.read_text()
+
+
+def test_any_unclosed_block_leaves_the_doc_unwritten(tmp_path: Path) -> None:
+    """Even a block this run did not measure: the doc is refused whole."""
+    (tmp_path / "bench_a.py").write_text(_table_script([("replaced", "1")]))
+    doc = tmp_path / "doc.md"
+    broken = DOC + "\n<!-- measured: other -->\n| m | v |\n"
+    doc.write_text(broken)
+    result = _run("--dir", str(tmp_path), "--update-docs", "--doc", str(doc))
+    assert result.returncode == 1 and doc.read_text() == broken
+    assert "'other' has no" in result.stdout
+
+
+def test_short_rows_and_repeated_first_cells_merge_cleanly(tmp_path: Path) -> None:
+    """A row shorter than the header keeps the date in its column; a doc's second copy of a
+    replaced row goes."""
+    block = "<!-- measured: t -->\n| m | v |\n|---|---|\n| short |\n<!-- /measured: t -->"
+    (tmp_path / "bench_a.py").write_text(f"print({block!r})\n")
+    doc = tmp_path / "doc.md"
+    twice = "| short | 7 | 2026-01-01 |\n| kept | 0 | 2026-01-01 |\n| short | 8 | 2026-01-01 |"
+    doc.write_text(DOC.replace("| kept | 0 | 2026-01-01 |", twice))
+    assert _run("--dir", str(tmp_path), "--update-docs", "--doc", str(doc)).returncode == 0
+    rows = [line for line in doc.read_text().splitlines() if line.startswith("| short")]
+    assert len(rows) == 1, rows
+    cells = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    assert cells[:2] == ["short", ""] and len(cells) == 3 and cells[2] != "2026-01-01"
+
+
+def test_a_relative_dir_and_a_missing_doc(tmp_path: Path) -> None:
+    (tmp_path / "benches").mkdir()
+    (tmp_path / "benches" / "bench_a.py").write_text('print("ran")\n')
+    result = subprocess.run(
+        [sys.executable, str(RUN_ALL), "--dir", "benches"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0 and "ran" in result.stdout, result.stdout + result.stderr
+    missing = _run("--dir", str(tmp_path / "benches"), "--update-docs", "--doc", "nope.md")
+    assert missing.returncode == 2 and "no such doc to update: nope.md" in missing.stderr
+    assert "ran" not in missing.stdout  # refused before any script ran
