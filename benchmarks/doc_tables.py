@@ -39,9 +39,8 @@ def _row(cells: Iterable[str]) -> str:
 
 def doc_table(name: str, header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     """The block a benchmark prints for the table ``name`` of the docs."""
-    lines = [BEGIN.format(name), _row(header), "|" + "---|" * len(header)]
-    lines += [_row(row) for row in rows]
-    return "\n".join([*lines, END.format(name)])
+    table = Table(list(header), [list(row) for row in rows])
+    return "\n".join([BEGIN.format(name), *table.lines(), END.format(name)])
 
 
 def cells(line: str) -> list[str]:
@@ -95,7 +94,7 @@ def _table(lines: list[str]) -> Table | None:
     rows = [cells(line) for line in lines if line.strip().startswith("|")]
     if len(rows) < 2:
         return None
-    return Table(rows[0], [row for row in rows[2:]])
+    return Table(rows[0], rows[2:])
 
 
 def printed_tables(output: str) -> dict[str, Table]:
