@@ -7,7 +7,10 @@ that name it. ``README.md`` and ``docs/pages/benchmarks.md`` hold blocks with th
 * a row replaces the doc's row with the same first cell, a new first cell is appended, and a
   row this run did not measure stays as it was (an ``--only`` run refreshes its own rows);
 * every row the run wrote carries the run's date in a last column, ``measured``;
-* a block whose columns changed is replaced whole.
+* a block whose columns changed is replaced whole;
+* blocks of one name printed in a run (by one script or several, e.g. ``targets``) add their
+  rows together when their columns agree; a block with other columns is not used and the run
+  exits 1.
 
 Parsing and merging are line by line (no regular expression over a whole document), so their
 cost is linear in the size of the docs and the output.
@@ -97,10 +100,11 @@ def _table(lines: list[str]) -> Table | None:
     return Table(rows[0], rows[2:])
 
 
-def printed_tables(output: str) -> dict[str, Table]:
-    """Every doc table a script printed, by name. A block left open is ignored (the next
-    opening line starts afresh); a name printed twice has the rows of both."""
-    found: dict[str, Table] = {}
+def printed_tables(output: str) -> list[tuple[str, Table]]:
+    """Every doc table a script printed, as ``(name, table)`` in the order printed. A block
+    left open is ignored (the next opening line starts afresh). A name printed more than once
+    appears once per block: the runner decides how blocks of one name combine."""
+    found: list[tuple[str, Table]] = []
     name: str | None = None
     body: list[str] = []
     for line in output.splitlines():
@@ -110,11 +114,7 @@ def printed_tables(output: str) -> dict[str, Table]:
         elif name is not None and marker == ("end", name):
             table = _table(body)
             if table is not None:
-                known = found.setdefault(name, Table(table.header))
-                if known.header == table.header:
-                    known.rows += table.rows
-                else:  # the same name with other columns: the later table wins
-                    found[name] = table
+                found.append((name, table))
             name = None
         elif name is not None:
             body.append(line)

@@ -150,9 +150,9 @@ def update_docs(docs: list[Path], outcomes: list[Outcome], date: str) -> bool:
     for outcome in outcomes:
         if outcome.status != "ok":
             continue
-        for name, table in printed_tables(outcome.output).items():
+        for name, table in printed_tables(outcome.output):
             known = tables.setdefault(name, Table(table.header))
-            if known.header != table.header:  # two scripts disagree on a shared table's columns
+            if known.header != table.header:  # two blocks disagree on a shared table's columns
                 print(f"{outcome.script}: table {name!r} not used, its columns differ")
                 ok = False
                 continue

@@ -72,9 +72,9 @@ def test_benchmark_runs_quick(script: str, row: str) -> None:
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert row in result.stdout, result.stdout[-2000:]
-    printed = doc_tables.printed_tables(result.stdout)
+    printed = {name for name, table in doc_tables.printed_tables(result.stdout) if table.rows}
     for name in DOC_TABLE_CALL.findall((BENCHMARKS / script).read_text()):
-        assert name in printed and printed[name].rows, (name, result.stdout[-2000:])
+        assert name in printed, (name, result.stdout[-2000:])
 
 
 def test_lineage_benchmark_measures_sqlite_alone_without_postgres() -> None:

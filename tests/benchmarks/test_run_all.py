@@ -252,3 +252,27 @@ def test_a_relative_dir_and_a_missing_doc(tmp_path: Path) -> None:
     missing = _run("--dir", str(tmp_path / "benches"), "--update-docs", "--doc", "nope.md")
     assert missing.returncode == 2 and "no such doc to update: nope.md" in missing.stderr
     assert "ran" not in missing.stdout  # refused before any script ran
+
+
+def test_blocks_of_one_name_combine_under_one_rule_within_a_script_and_across(
+    tmp_path: Path,
+) -> None:
+    """Two blocks of a name with the same columns add up, in one script as across scripts; a
+    block with other columns is refused (exit 1), whichever script printed it."""
+    (tmp_path / "bench_a.py").write_text(
+        _table_script([("a", "1")])
+        + _table_script([("c", "3")])
+        + _table_script([("b", "2")], header="| m | w |")
+    )
+    (tmp_path / "bench_b.py").write_text(
+        _table_script([("d", "4")]) + _table_script([("e", "5")], header="| m | x |")
+    )
+    doc = tmp_path / "doc.md"
+    doc.write_text(DOC)
+    result = _run("--dir", str(tmp_path), "--update-docs", "--doc", str(doc))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "bench_a.py: table 't' not used, its columns differ" in result.stdout
+    assert "bench_b.py: table 't' not used, its columns differ" in result.stdout
+    text = doc.read_text()
+    assert all(f"| {key} | {value} |" in text for key, value in ("a1", "c3", "d4")), text
+    assert "| b |" not in text and "| e |" not in text and "| kept | 0 |" in text
