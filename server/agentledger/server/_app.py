@@ -36,6 +36,7 @@ from agentledger.server._settings import Settings, is_loopback
 from agentledger.server._store import open_store
 from agentledger.server._store.base import LedgerStore
 from agentledger.server._ui import mount as mount_dashboard
+from agentledger.server._verify_ranges import RangeVerifier
 
 __all__ = ["StartupRefused", "create_app"]
 
@@ -120,8 +121,10 @@ def create_app(
         finally:
             gc.set_threshold(*thresholds)
             gc.unfreeze()
+            verifier.close()
             store.close()
 
+    verifier = RangeVerifier(settings.verify_workers, settings.verify_split_rows)
     app = _LedgerApp(
         title="agentledger",
         version=server_version(),
@@ -134,6 +137,7 @@ def create_app(
     )
     app.state.settings = settings
     app.state.store = store
+    app.state.verifier = verifier
     app.state.prices = prices
     app.state.dev_key = settings.dev_key if settings.dev_key_active else None
     app.state.dashboard_token = (

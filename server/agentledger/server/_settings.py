@@ -27,6 +27,8 @@ from :class:`Settings`.
 | ``AGENTLEDGER_SIGN_INTERVAL_S`` | ``sign_interval_s`` | ``60`` | head signing period; 0 off |
 | ``AGENTLEDGER_PUBLISH_HEADS_DIR`` | ``publish_heads_dir`` | unset | a file per signed head |
 | ``AGENTLEDGER_PUBLISH_HEADS_URL`` | ``publish_heads_url`` | unset | webhook POST per head |
+| ``AGENTLEDGER_VERIFY_WORKERS`` | ``verify_workers`` | cores - 1, at most 3 | split verify |
+| ``AGENTLEDGER_VERIFY_SPLIT_ROWS`` | ``verify_split_rows`` | ``50000`` | rows split from |
 | ``AGENTLEDGER_EVIDENCE_MAX_ROWS`` | ``evidence_max_rows`` | ``200000`` | rows per segment |
 | ``AGENTLEDGER_EMBEDDINGS_URL`` | ``embeddings.url`` | unset | ``…/v1`` or ``…/embeddings`` |
 | ``AGENTLEDGER_EMBEDDINGS_MODEL`` | ``embeddings.model`` | unset | required with the URL |
@@ -63,6 +65,11 @@ def is_loopback(host: str) -> bool:
 def _env_patterns() -> tuple[str, ...]:
     raw = os.environ.get("AGENTLEDGER_REDACT_PATTERNS", "")
     return tuple(p.strip() for p in raw.split(",") if p.strip())
+
+
+def default_verify_workers() -> int:
+    """Worker processes of split verification by default: the cores minus one, at most 3."""
+    return max(0, min((os.cpu_count() or 1) - 1, 3))
 
 
 def _env_number(name: str, default: float) -> float:
@@ -177,6 +184,10 @@ class Settings:
         evidence_max_rows: chain rows one agent's segment of an evidence bundle may hold
             (from the lineage's earliest record to the signed head ending it); a bundle that
             needs more is refused with a 422 (>= 1).
+        verify_workers: processes that verify ranges of a long SQLite chain beside the server
+            process (``0``: every chain is verified in the server process alone); started on
+            the first long chain and kept. Default: the cores minus one, at most 3.
+        verify_split_rows: the fewest rows one verification reads that it splits (>= 1000).
     """
 
     db: str = "agentledger.db"
@@ -204,6 +215,8 @@ class Settings:
     evidence_max_rows: int = 200_000
     otlp_pending_s: float = 30.0
     otlp_flush_interval_s: float = 5.0
+    verify_workers: int = field(default_factory=default_verify_workers)
+    verify_split_rows: int = 50_000
 
     def __post_init__(self) -> None:
         unknown = set(self.redact_patterns) - PATTERN_NAMES
@@ -224,6 +237,10 @@ class Settings:
             raise ValueError("AGENTLEDGER_SIGN_INTERVAL_S must be >= 0 (0: sign on demand only)")
         if self.evidence_max_rows < 1:
             raise ValueError("AGENTLEDGER_EVIDENCE_MAX_ROWS must be >= 1")
+        if self.verify_workers < 0 or self.verify_split_rows < 1000:
+            raise ValueError(
+                "AGENTLEDGER_VERIFY_WORKERS must be >= 0 and AGENTLEDGER_VERIFY_SPLIT_ROWS >= 1000"
+            )
         if self.otlp_pending_s <= 0 or self.otlp_flush_interval_s < 0:
             raise ValueError(
                 "AGENTLEDGER_OTLP_PENDING_S must be > 0 and AGENTLEDGER_OTLP_FLUSH_INTERVAL_S >= 0"
@@ -264,6 +281,10 @@ class Settings:
             "evidence_max_rows": int(_env_number("AGENTLEDGER_EVIDENCE_MAX_ROWS", 200_000)),
             "otlp_pending_s": _env_number("AGENTLEDGER_OTLP_PENDING_S", 30),
             "otlp_flush_interval_s": _env_number("AGENTLEDGER_OTLP_FLUSH_INTERVAL_S", 5),
+            "verify_workers": int(
+                _env_number("AGENTLEDGER_VERIFY_WORKERS", default_verify_workers())
+            ),
+            "verify_split_rows": int(_env_number("AGENTLEDGER_VERIFY_SPLIT_ROWS", 50_000)),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

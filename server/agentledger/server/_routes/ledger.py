@@ -8,17 +8,18 @@ import uuid
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, HTTPException, Query, Response
+from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_SEQUENCE_NO
 from agentledger.server._auth import ReadPrincipal, WritePrincipal
-from agentledger.server._chain import ChainReport, verify_rows
+from agentledger.server._chain import ChainReport
 from agentledger.server._chain_head import check_head
 from agentledger.server._http import StrictJSONRoute, json_response
 from agentledger.server._ingest import ItemError, PreparedEvent, now_ts, prepare, validate_item
 from agentledger.server._routes._deps import SettingsDep, StoreDep
 from agentledger.server._schemas import AGENT_PATTERN, ChainReportOut, ImportIn, ImportResult
+from agentledger.server._verify_ranges import verify_chain_of
 
 __all__ = ["router"]
 
@@ -41,6 +42,7 @@ def _query_error(field: str, message: str) -> HTTPException:
 
 @router.get("/chain", response_model=ChainReportOut)
 def verify_chain(
+    request: Request,
     principal: ReadPrincipal,
     store: StoreDep,
     agent: AgentQuery,
@@ -94,17 +96,16 @@ def verify_chain(
             start_seq, previous = row.sequence_no, row.chain_hash
         else:
             start_seq, previous = row.sequence_no, row.chain_hash
-    # head, rows and edges from one read snapshot: a live agent's writes land meanwhile
-    with store.chain_snapshot(agent, after_seq=start_seq) as snapshot:
-        verify_rows(
-            snapshot.rows,
-            store.hasher,
-            start_seq=start_seq,
-            previous_hash=previous,
-            report=report,
-            edges=snapshot.edges,
-        )
-    check_head(report, snapshot.head)
+    # head and the last rows from one read snapshot: a live agent's writes land meanwhile
+    head = verify_chain_of(
+        store,
+        agent,
+        report,
+        start_seq=start_seq,
+        previous_hash=previous,
+        verifier=request.app.state.verifier,
+    )
+    check_head(report, head)
     return json_response(report.as_dict(agent))
 
 
