@@ -4,12 +4,17 @@ just before and just after each cut, through the real route and real worker proc
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import multiprocessing
 import os
 import shutil
 import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
+from _servers import free_port
 from agentledger.server import Settings, create_app
 from agentledger.server._verify_ranges import RangeVerifier
 
@@ -40,8 +46,6 @@ def _client(app: Any) -> httpx.AsyncClient:
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A ledger of 3,000 linked events (every tenth also names its cause in ``caused_by``,
     every third is a closing event), written through the batch route."""
-    import asyncio
-
     path = tmp_path_factory.mktemp("ranges") / "pristine.db"
     app = create_app(Settings(db=str(path), dev_key=KEY))
 
@@ -236,24 +240,36 @@ async def test_a_real_forget_at_a_cut_verifies_intact_in_ranges(pair: Pair) -> N
     assert split["intact"] and split["erased"] == 1, split["summary"]
 
 
+@pytest.mark.parametrize("retry_after_s", [0.0, 300.0])
 async def test_a_worker_killed_between_two_verifications_falls_back_to_one_walk(
-    pair: Pair, split_log: pytest.LogCaptureFixture
+    pair: Pair, split_log: pytest.LogCaptureFixture, retry_after_s: float
 ) -> None:
-    """A dead worker process breaks the pool: the next verification is done in the server
-    process (same report, a warning), and the one after starts new workers."""
-    await pair.reports()  # the workers run
-    _edit_record(CUTS[0] + 1)(pair)
-    for child in multiprocessing.active_children():
-        os.kill(child.pid or 0, signal.SIGKILL)
-        child.join()
-    single, split = await pair.reports()
-    assert split == single and not split["intact"]
-    warnings = [r for r in split_log.records if r.levelno == logging.WARNING]
-    assert any("verifying in one" in r.getMessage() for r in warnings)
-    split_log.clear()
-    _single, again = await pair.reports()
-    assert again == single
-    assert len(_ranges(split_log)) == 1
+    """A dead worker process breaks the pool: that verification is done in the server process
+    (same report, a warning), the next ones too until ``retry_after_s`` has passed, and then
+    new workers start."""
+    own = RangeVerifier(WORKERS, SPLIT_ROWS, retry_after_s=retry_after_s)
+    pair.split.state.verifier = own
+    others = {child.pid for child in multiprocessing.active_children()}
+    try:
+        await pair.reports()  # the workers run
+        assert len(_ranges(split_log)) == 1
+        _edit_record(CUTS[0] + 1)(pair)
+        ours = [c for c in multiprocessing.active_children() if c.pid not in others]
+        assert 1 <= len(ours) <= WORKERS
+        for child in ours:
+            with contextlib.suppress(ProcessLookupError):  # gone already: as good as killed
+                os.kill(child.pid or 0, signal.SIGKILL)
+            child.join()
+        single, split = await pair.reports()
+        assert split == single and not split["intact"]
+        warnings = [r.getMessage() for r in split_log.records if r.levelno == logging.WARNING]
+        assert any("verifying in one walk" in w for w in warnings), warnings
+        split_log.clear()
+        _single, again = await pair.reports()
+        assert again == single
+        assert len(_ranges(split_log)) == (1 if retry_after_s == 0 else 0)
+    finally:
+        own.close()
 
 
 def test_short_chains_and_zero_workers_are_not_cut() -> None:
@@ -268,7 +284,6 @@ async def test_a_long_chain_that_is_being_written_verifies_intact_in_ranges(
 ) -> None:
     """Batches land while the ranges are verified: the workers' later snapshots end below the
     head the server process read, so every report is intact; at the end both walks agree."""
-    import asyncio
 
     async def write() -> None:
         parent = _event_id(ROWS)
@@ -305,3 +320,55 @@ async def test_a_long_chain_that_is_being_written_verifies_intact_in_ranges(
     single, split = await pair.reports()
     assert split == single and split["verified"] == ROWS + 2_000
     assert len(_ranges(split_log)) == 7
+
+
+UNGUARDED_SCRIPT = """
+import sys
+
+import uvicorn
+
+from agentledger.server import Settings, create_app
+
+# no `if __name__ == "__main__":` guard: a spawned worker runs this again and cannot start
+db, port = sys.argv[1], int(sys.argv[2])
+settings = Settings(db=db, dev_key="{key}", verify_workers=1, verify_split_rows=1000)
+uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+"""
+
+
+def test_a_server_script_without_a_main_guard_verifies_in_one_walk(tmp_path: Path) -> None:
+    """Workers re-run an unguarded script and die: the verification is still answered,
+    correct, from the server process, with one warning, and the next one does not try again."""
+
+    script = tmp_path / "serve.py"
+    script.write_text(UNGUARDED_SCRIPT.format(key=KEY))
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "ledger.db"), str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    headers = {"Authorization": f"Bearer {KEY}"}
+    try:
+        for _ in range(200):
+            try:
+                httpx.get(f"{url}/health", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
+            for start in range(0, 1_500, 500):
+                items = [
+                    {"agent": AGENT, "event": "step", "data": {"i": i}}
+                    for i in range(start, start + 500)
+                ]
+                assert client.post("/v1/events/batch", json={"events": items}).status_code == 200
+            reports = [client.get("/v1/events/chain", params={"agent": AGENT}).json()]
+            reports.append(client.get("/v1/events/chain", params={"agent": AGENT}).json())
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=30)
+    for report in reports:
+        assert report["intact"] and report["verified"] == 1_500, report["summary"]
+    assert stderr.count("verifying in one walk") == 1, stderr[-3000:]

@@ -68,8 +68,13 @@ def _env_patterns() -> tuple[str, ...]:
 
 
 def default_verify_workers() -> int:
-    """Worker processes of split verification by default: the cores minus one, at most 3."""
-    return max(0, min((os.cpu_count() or 1) - 1, 3))
+    """Worker processes of split verification by default: the cores this process may run on
+    minus one, at most 3."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(0, min(cores - 1, 3))
 
 
 def _env_number(name: str, default: float) -> float:

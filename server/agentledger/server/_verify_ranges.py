@@ -13,21 +13,25 @@ links).
 Each range after the first starts ``CONTEXT_ROWS`` rows early (``_verify_worker``) and drops
 what it finds there: those rows belong to the range before, but walking them gives the
 verification the state it has at the cut (the link to follow, a row whose own ``chain_hash``
-was edited, rows seen out of place), so the merged report is the one a single walk gives. The
-one difference: a row moved further than ``CONTEXT_ROWS`` across a cut can be reported once
-more, at the row after its new place. A worker process starts on the first split (about
-0.3 s, while the server process verifies its own range) and stays for the next one.
+was edited, rows seen out of place), so the merged report is the one a single walk gives, but
+for a record naming a sequence number more than ``CONTEXT_ROWS`` away across a cut (one
+problem more or fewer) and a forget committed meanwhile (counted in some ranges only). A worker
+process starts on the first split (about 0.3 s, while the server process verifies its own
+range) and stays for the next one; when workers die or cannot start, verification runs in the
+server process for ``retry_after_s``.
 Design: ``docs/design/server-chain.md``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import multiprocessing
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor
+import time
+from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 
 from agentledger.server._chain import ChainReport, verify_rows
 from agentledger.server._chain_head import AgentHead
@@ -51,12 +55,17 @@ class RangeVerifier:
     Args:
         workers: processes besides the server's (``0``: never split).
         split_rows: the fewest rows to verify that are split.
+        retry_after_s: after worker processes broke (one died, or they cannot start: a
+            server script without an ``if __name__ == "__main__"`` guard re-runs in each),
+            verifications run in one walk for this long before workers are tried again.
     """
 
-    def __init__(self, workers: int, split_rows: int) -> None:
+    def __init__(self, workers: int, split_rows: int, *, retry_after_s: float = 300.0) -> None:
         self.workers = workers
         self.split_rows = split_rows
+        self.retry_after_s = retry_after_s
         self._pool: ProcessPoolExecutor | None = None
+        self._broken_at: float | None = None
         self._lock = threading.Lock()
 
     def cuts(self, floor: int, last_seq: int) -> list[int]:
@@ -64,12 +73,15 @@ class RangeVerifier:
         rows = last_seq - floor
         if self.workers < 1 or rows < self.split_rows:
             return []
+        broken_at = self._broken_at
+        if broken_at is not None and time.monotonic() - broken_at < self.retry_after_s:
+            return []
         parts = min(self.workers + 1, rows * 2 // self.split_rows)
         return [floor + rows * i // parts for i in range(1, parts)]
 
     def submit(
         self, store: SQLiteStore, agent: str, floor: int, floor_hash: str | None, cuts: list[int]
-    ) -> list[Future[ChainReport]]:
+    ) -> tuple[ProcessPoolExecutor, list[Future[ChainReport]]]:
         """The ranges before the last cut, one task each (the pool starts on first use)."""
         with self._lock:
             if self._pool is None:
@@ -80,11 +92,30 @@ class RangeVerifier:
                     initargs=(store.hasher,),
                 )
             pool = self._pool
+        path = str(Path(store.path).resolve())
         bounds = [floor, *cuts]
-        return [
-            pool.submit(verify_range, store.path, agent, floor, floor_hash, lo, hi)
+        futures = [
+            pool.submit(verify_range, path, agent, floor, floor_hash, lo, hi)
             for lo, hi in itertools.pairwise(bounds)
         ]
+        return pool, futures
+
+    def pause(self) -> None:
+        """Verify in one walk for ``retry_after_s`` (the workers failed)."""
+        self._broken_at = time.monotonic()
+
+    def broke(self, pool: ProcessPoolExecutor | None) -> None:
+        """The workers failed: verify in one walk for ``retry_after_s``. A broken ``pool`` is
+        dropped (unless already replaced; ``None``: the current one); other requests' tasks on
+        it fail and fall back by themselves."""
+        with self._lock:
+            if pool is None or self._pool is pool:
+                pool, self._pool = self._pool, None
+            else:
+                pool = None  # already dropped and shut down by another request
+        self.pause()
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
         """Stop the worker processes (the next split starts new ones)."""
@@ -131,25 +162,34 @@ def verify_chain_of(
         return _in_one(store, agent, report, start_seq, previous_hash)
     assert verifier is not None and isinstance(store, SQLiteStore)
     try:
-        futures = verifier.submit(store, agent, start_seq, previous_hash, cuts)
-    except Exception:  # a pool that cannot start: verify in this process
-        logger.warning("verify: worker processes unavailable, verifying in one", exc_info=True)
-        verifier.close()
+        pool, futures = verifier.submit(store, agent, start_seq, previous_hash, cuts)
+    except (BrokenProcessPool, RuntimeError, OSError) as error:  # cannot start, or shut down
+        logger.warning("verify: no worker processes (%s), verifying in one walk", error)
+        verifier.broke(None)
         return _in_one(store, agent, report, start_seq, previous_hash)
     cut = cuts[-1]
-    with contextlib.ExitStack() as stack:
-        conn = stack.enter_context(store.engine.connect())
-        start, previous = context_start(
-            conn.connection.driver_connection, agent, cut, start_seq, previous_hash
-        )
-        snapshot = stack.enter_context(store.chain_snapshot(agent, after_seq=start))
-        tail = verify_after(snapshot.rows, snapshot.edges, store.hasher, start, previous, cut)
-    parts: list[ChainReport] = []
+    try:
+        with store.engine.connect() as conn:  # released before the snapshot takes its own
+            start, previous = context_start(
+                conn.connection.driver_connection, agent, cut, start_seq, previous_hash
+            )
+        with store.chain_snapshot(agent, after_seq=start) as snapshot:
+            tail = verify_after(snapshot.rows, snapshot.edges, store.hasher, start, previous, cut)
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        raise
     try:
         parts = [future.result() for future in futures]
-    except Exception:  # a worker that died or failed: verify in this process instead
-        logger.warning("verify: a worker process failed, verifying in one", exc_info=True)
-        verifier.close()
+    except BrokenProcessPool as error:  # a worker died: new ones after retry_after_s
+        logger.warning("verify: a worker process died (%s), verifying in one walk", error)
+        verifier.broke(pool)
+        return _in_one(store, agent, report, start_seq, previous_hash)
+    except CancelledError:  # the server is stopping
+        return _in_one(store, agent, report, start_seq, previous_hash)
+    except Exception:  # a range that failed in its worker (e.g. the file is not readable there)
+        logger.warning("verify: a worker's range failed, verifying in one walk", exc_info=True)
+        verifier.pause()
         return _in_one(store, agent, report, start_seq, previous_hash)
     for part in [*parts, tail]:
         report.problems.extend(part.problems)
