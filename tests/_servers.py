@@ -18,10 +18,19 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
-__all__ = ["DEV_KEY", "ServerFactory", "ServerProcess", "agentledger_executable", "free_port"]
+__all__ = [
+    "DEV_KEY",
+    "ServerFactory",
+    "ServerNotReady",
+    "ServerProcess",
+    "agentledger_executable",
+    "free_port",
+    "wait_for_health",
+]
 
 DEV_KEY = "dev-test-key-0123456789"
 #: The dashboard dev-session token the test servers are started with.
@@ -33,6 +42,30 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+class ServerNotReady(RuntimeError):
+    """A server process exited, or did not answer ``/health``, before it was ready."""
+
+
+def wait_for_health(url: str, proc: subprocess.Popen[Any], timeout_s: float = 30.0) -> None:
+    """Poll ``GET {url}/health`` every 50 ms until it answers 200.
+
+    Raises:
+        ServerNotReady: ``proc`` exited first (its exit code in the message), or
+            ``timeout_s`` seconds passed (``proc`` is left running).
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise ServerNotReady(f"exited with {proc.returncode}")
+        try:
+            if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise ServerNotReady(f"did not answer /health within {timeout_s} s")
 
 
 def agentledger_executable() -> str:
@@ -81,19 +114,12 @@ class ServerProcess:
         env = {**os.environ, "AGENTLEDGER_DASHBOARD_TOKEN": self.dashboard_token, **self.env}
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                tail = self.log_path.read_text()[-3000:] if self.log_path else ""
-                raise RuntimeError(f"agentledger serve exited with {self.proc.returncode}\n{tail}")
-            try:
-                if httpx.get(f"{self.url}/health", timeout=1.0).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"agentledger serve did not answer /health within {timeout_s} s")
+        try:
+            wait_for_health(self.url, self.proc, timeout_s)
+        except ServerNotReady as error:
+            self.stop()
+            tail = self.log_path.read_text()[-3000:] if self.log_path else ""
+            raise ServerNotReady(f"agentledger serve {error}\n{tail}") from None
 
     def kill(self) -> None:
         """SIGKILL: no shutdown handlers run (chaos tests)."""

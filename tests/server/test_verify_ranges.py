@@ -14,7 +14,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from _servers import free_port
+from _servers import free_port, wait_for_health
 from agentledger.server import Settings, create_app
 from agentledger.server._verify_ranges import RangeVerifier
 
@@ -339,7 +338,6 @@ uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warnin
 def test_a_server_script_without_a_main_guard_verifies_in_one_walk(tmp_path: Path) -> None:
     """Workers re-run an unguarded script and die: the verification is still answered,
     correct, from the server process, with one warning, and the next one does not try again."""
-
     script = tmp_path / "serve.py"
     script.write_text(UNGUARDED_SCRIPT.format(key=KEY))
     port = free_port()
@@ -351,12 +349,7 @@ def test_a_server_script_without_a_main_guard_verifies_in_one_walk(tmp_path: Pat
     url = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"Bearer {KEY}"}
     try:
-        for _ in range(200):
-            try:
-                httpx.get(f"{url}/health", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)
+        wait_for_health(url, server)
         with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
             for start in range(0, 1_500, 500):
                 items = [

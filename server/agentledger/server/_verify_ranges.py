@@ -69,7 +69,8 @@ class RangeVerifier:
         self._lock = threading.Lock()
 
     def cuts(self, floor: int, last_seq: int) -> list[int]:
-        """The sequence numbers after which a new range starts (empty: no split)."""
+        """The sequence numbers after which a new range starts (empty: no split): ``floor`` is
+        the last trusted sequence number, ``last_seq`` the agent head planned from."""
         rows = last_seq - floor
         if self.workers < 1 or rows < self.split_rows:
             return []
@@ -82,7 +83,13 @@ class RangeVerifier:
     def submit(
         self, store: SQLiteStore, agent: str, floor: int, floor_hash: str | None, cuts: list[int]
     ) -> tuple[ProcessPoolExecutor, list[Future[ChainReport]]]:
-        """The ranges before the last cut, one task each (the pool starts on first use)."""
+        """The ranges before the last cut, one task each (the pool starts on first use); the
+        pool is returned to pass to :meth:`broke` if it fails.
+
+        Raises:
+            BrokenProcessPool, RuntimeError, OSError: the pool is broken, shut down, or its
+                processes cannot start.
+        """
         with self._lock:
             if self._pool is None:
                 self._pool = ProcessPoolExecutor(
@@ -125,22 +132,6 @@ class RangeVerifier:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _in_one(
-    store: LedgerStore, agent: str, report: ChainReport, start_seq: int, previous: str | None
-) -> AgentHead | None:
-    """The whole walk in this process, in one read snapshot (head first)."""
-    with store.chain_snapshot(agent, after_seq=start_seq) as snapshot:
-        verify_rows(
-            snapshot.rows,
-            store.hasher,
-            start_seq=start_seq,
-            previous_hash=previous,
-            report=report,
-            edges=snapshot.edges,
-        )
-    return snapshot.head
-
-
 def verify_chain_of(
     store: LedgerStore,
     agent: str,
@@ -150,28 +141,82 @@ def verify_chain_of(
     previous_hash: str | None = None,
     verifier: RangeVerifier | None = None,
 ) -> AgentHead | None:
-    """Verify the agent's rows after ``start_seq`` into ``report``; returns the agent head read
-    in the same snapshot as the last rows (for :func:`check_head`). Split into ranges when
-    ``verifier`` is given, the store is SQLite and the chain is long enough."""
+    """Verify the agent's rows after ``start_seq`` into ``report``, in ranges when
+    ``verifier`` is given, the store is SQLite and the chain is long enough.
+
+    Args:
+        store: the ledger store.
+        agent: the agent whose chain is verified.
+        report: the report to add to (anchor checks may already be in it).
+        start_seq: sequence number of the last trusted row (0: from the start).
+        previous_hash: chain hash of that row (``None`` at the start).
+        verifier: the worker processes (``None``: one walk in this process).
+
+    Returns:
+        The agent head read in the same snapshot as the last rows (for ``check_head``),
+        ``None`` when the agent has no ``agents`` row.
+
+    Raises:
+        sqlalchemy.exc.SQLAlchemyError, sqlite3.Error: the store could not be read (a worker
+            that fails is not an error: its verification runs in this process).
+    """
     cuts: list[int] = []
     if verifier is not None and isinstance(store, SQLiteStore):
         planned = store.chain_head(agent)
         if planned is not None:
             cuts = verifier.cuts(start_seq, planned.last_seq)
-    if not cuts:
-        return _in_one(store, agent, report, start_seq, previous_hash)
-    assert verifier is not None and isinstance(store, SQLiteStore)
+    if cuts:
+        assert verifier is not None and isinstance(store, SQLiteStore)
+        split = _in_ranges(store, agent, start_seq, previous_hash, cuts, verifier)
+        if split is not None:
+            parts, head = split
+            for part in parts:
+                report.problems.extend(part.problems)
+                report.verified += part.verified
+                report.erased += part.erased
+                report.amended += part.amended
+            tail = parts[-1]  # the last row read, as one walk ends
+            report.head_seq, report.head_hash, report.head_event = (
+                tail.head_seq,
+                tail.head_hash,
+                tail.head_event,
+            )
+            logger.debug("verify: %s in %d ranges, %d rows", agent, len(parts), report.verified)
+            return head
+    with store.chain_snapshot(agent, after_seq=start_seq) as snapshot:
+        verify_rows(
+            snapshot.rows,
+            store.hasher,
+            start_seq=start_seq,
+            previous_hash=previous_hash,
+            report=report,
+            edges=snapshot.edges,
+        )
+    return snapshot.head
+
+
+def _in_ranges(
+    store: SQLiteStore,
+    agent: str,
+    floor: int,
+    floor_hash: str | None,
+    cuts: list[int],
+    verifier: RangeVerifier,
+) -> tuple[list[ChainReport], AgentHead | None] | None:
+    """The range reports in sequence order (the last one verified here, in the head's
+    snapshot) and that head; ``None`` when the workers failed (logged; the caller walks in
+    one)."""
     try:
-        pool, futures = verifier.submit(store, agent, start_seq, previous_hash, cuts)
+        pool, futures = verifier.submit(store, agent, floor, floor_hash, cuts)
     except (BrokenProcessPool, RuntimeError, OSError) as error:  # cannot start, or shut down
         logger.warning("verify: no worker processes (%s), verifying in one walk", error)
         verifier.broke(None)
-        return _in_one(store, agent, report, start_seq, previous_hash)
+        return None
     cut = cuts[-1]
     try:
         with store.engine.connect() as conn:  # released before the snapshot takes its own
             start, previous = context_start(
-                conn.connection.driver_connection, agent, cut, start_seq, previous_hash
+                conn.connection.driver_connection, agent, cut, floor, floor_hash
             )
         with store.chain_snapshot(agent, after_seq=start) as snapshot:
             tail = verify_after(snapshot.rows, snapshot.edges, store.hasher, start, previous, cut)
@@ -180,26 +225,13 @@ def verify_chain_of(
             future.cancel()
         raise
     try:
-        parts = [future.result() for future in futures]
+        return [*(future.result() for future in futures), tail], snapshot.head
     except BrokenProcessPool as error:  # a worker died: new ones after retry_after_s
         logger.warning("verify: a worker process died (%s), verifying in one walk", error)
         verifier.broke(pool)
-        return _in_one(store, agent, report, start_seq, previous_hash)
     except CancelledError:  # the server is stopping
-        return _in_one(store, agent, report, start_seq, previous_hash)
+        pass
     except Exception:  # a range that failed in its worker (e.g. the file is not readable there)
         logger.warning("verify: a worker's range failed, verifying in one walk", exc_info=True)
         verifier.pause()
-        return _in_one(store, agent, report, start_seq, previous_hash)
-    for part in [*parts, tail]:
-        report.problems.extend(part.problems)
-        report.verified += part.verified
-        report.erased += part.erased
-        report.amended += part.amended
-    report.head_seq, report.head_hash, report.head_event = (
-        tail.head_seq,
-        tail.head_hash,
-        tail.head_event,
-    )
-    logger.debug("verify: %s in %d ranges, %d rows", agent, len(cuts) + 1, report.verified)
-    return snapshot.head
+    return None

@@ -37,7 +37,20 @@ def context_start(
     conn: Any, agent: str, cut: int, floor: int, floor_hash: str | None
 ) -> tuple[int, str | None]:
     """Where the range after ``cut`` starts walking: ``CONTEXT_ROWS`` stored rows before it,
-    never before ``floor`` (the last trusted row of the whole verification)."""
+    never before ``floor`` (the last trusted row of the whole verification).
+
+    Args:
+        conn: an open ``sqlite3`` connection to the ledger.
+        agent: the agent verified.
+        cut: the range's lower bound (exclusive sequence number).
+        floor: the last trusted sequence number; ``floor_hash`` its chain hash.
+
+    Returns:
+        ``(sequence_no, chain_hash)`` of the row the walk starts after.
+
+    Raises:
+        sqlite3.Error: the query failed.
+    """
     if cut <= floor:
         return floor, floor_hash
     row = conn.execute(_CONTEXT_SQL, (agent, floor, cut, CONTEXT_ROWS)).fetchone()
@@ -55,7 +68,18 @@ def verify_after(
     cut: int,
 ) -> ChainReport:
     """:func:`verify_rows` from ``start``, keeping only what it finds after ``cut`` (rows up to
-    it are context, counted and reported by the range before)."""
+    it are context, counted and reported by the range before).
+
+    Args:
+        rows: chain rows after ``start``, ascending (:class:`ChainRow` order).
+        edges: their causal edges as ``(sequence_no, cause_id, kind, agent)``, ascending.
+        hasher: the chain's hasher.
+        start: the sequence number the walk starts after; ``previous`` its chain hash.
+        cut: rows up to this sequence number are context.
+
+    Returns:
+        The report of the rows after ``cut`` (its head: the last row read, context or not).
+    """
     report = ChainReport()
     before: list[int] = []  # problems, erased, amended and rows of the context, at the cut
 
@@ -89,6 +113,7 @@ _worker: dict[str, Any] = {}
 
 
 def worker_init(hasher: ChainHasher) -> None:
+    """The pool's initializer: keep the chain's ``hasher`` (its key is sent once, here)."""
     _worker["hasher"] = hasher
     _worker["connections"] = {}
 
@@ -96,7 +121,21 @@ def worker_init(hasher: ChainHasher) -> None:
 def verify_range(
     path: str, agent: str, floor: int, floor_hash: str | None, cut: int, end: int
 ) -> ChainReport:
-    """In a worker: the rows of ``(cut, end]`` verified in one read snapshot of ``path``."""
+    """In a worker: the rows of ``(cut, end]`` verified in one read snapshot of ``path``.
+
+    Args:
+        path: the SQLite file (absolute), opened read-only once per worker.
+        agent: the agent verified.
+        floor: the last trusted sequence number of the whole verification; ``floor_hash`` its
+            chain hash.
+        cut: the range's lower bound (exclusive); ``end`` its upper bound (inclusive).
+
+    Returns:
+        The range's report (:func:`verify_after`).
+
+    Raises:
+        sqlite3.Error: the file could not be opened or read.
+    """
     connections: dict[str, sqlite3.Connection] = _worker["connections"]
     conn = connections.get(path)
     if conn is None:
