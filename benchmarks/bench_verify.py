@@ -5,7 +5,11 @@ this splits the cost of ``GET /v1/events/chain`` (``bench_server.py`` times it o
 what it is made of, each measured on the same rows in interleaved rounds (medians, µs per
 event):
 
-* the server's verification as the route runs it (one read snapshot, ``verify_rows``);
+* the server's verification as the route runs it on a short chain (one read snapshot,
+  ``verify_rows``);
+* the same rows in ranges, as the route verifies a long chain: earlier ranges in worker
+  processes, the last in this one (``verify_chain_of``; the split threshold is lowered so
+  these rows are split; one warm-up call starts the workers before the rounds);
 * the direct pass that ``bench_server.py`` uses as the reference (the three hashes only);
 * its parts: reading the chain rows, reading the causal edges, reading and parsing every
   record;
@@ -32,11 +36,13 @@ from typing import Any
 import orjson
 from bench_server import direct_verify_pass, event_data, langchain_data
 
-from agentledger.server._chain import ChainRow, verify_rows
+from agentledger.server._chain import ChainReport, ChainRow, verify_rows
 from agentledger.server._ingest import now_ts, prepare, validate_item
+from agentledger.server._settings import default_verify_workers
 from agentledger.server._store import open_store
 from agentledger.server._store.base import LedgerStore
 from agentledger.server._store.sqlite import SQLiteStore
+from agentledger.server._verify_ranges import RangeVerifier, verify_chain_of
 
 AGENT = "bench-verify"
 ROUNDS = 7
@@ -107,6 +113,16 @@ def main() -> None:
             assert report.intact, report.problems[:2]
             return report.verified
 
+        workers = max(1, default_verify_workers())
+        verifier = RangeVerifier(workers, split_rows=1_000)
+
+        def in_ranges() -> int:
+            report = ChainReport()
+            verify_chain_of(store, AGENT, report, verifier=verifier)
+            assert report.intact, report.problems[:2]
+            assert report.verified == n, report.verified
+            return report.verified
+
         def count(sql: str) -> Callable[[], int]:
             def read() -> int:
                 rows = 0
@@ -147,6 +163,7 @@ def main() -> None:
         stages: list[tuple[str, Callable[[], int]]] = [
             ("server: verify_rows on one read snapshot (rows, edges, every check)", server),
             ("reference: direct pass, three hashes per row (bench_server.py)", direct),
+            (f"server: the same in ranges, {workers + 1} processes side by side", in_ranges),
             ("part: read the chain rows (15 columns)", count(chain_sql)),
             ("part: read the causal edges (join)", count(edge_sql)),
             ("part: read every record and orjson.loads it", parse),
@@ -154,12 +171,17 @@ def main() -> None:
             ("tried: chain rows with their edges as a subquery", sql_edges_inline),
         ]
         samples: dict[str, list[float]] = {name: [] for name, _ in stages}
+        in_ranges()  # starts the worker processes (spawn), as a server's first long verify does
+        # a failed worker falls back to one walk silently: make sure the rounds time the split
+        assert verifier.cuts(0, n) and verifier._pool is not None, "the workers did not start"
         for _ in range(ROUNDS):
             for name, fn in stages:
                 start = time.perf_counter()
                 fn()
                 samples[name].append((time.perf_counter() - start) / n * 1e6)
         conn.close()
+        assert verifier._broken_at is None, "a worker failed: the split rows timed one walk"
+        verifier.close()
     reference = statistics.median(samples[stages[1][0]])
     print(f"\nverify, {n:,} events, SQLite {sqlite3.sqlite_version}, medians of {ROUNDS} rounds")
     print(f"{'stage':<72} {'us/event':>9} {'/ direct':>9}")
