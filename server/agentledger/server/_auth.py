@@ -26,10 +26,10 @@ from typing import Annotated, Literal
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from starlette.concurrency import run_in_threadpool
 
 from agentledger.server._ingest import now_ts
 from agentledger.server._loopback import dev_key_refusal
+from agentledger.server._store._inline import read_inline_or_in_thread
 from agentledger.server._store.base import KeyRecord, LedgerStore
 
 __all__ = [
@@ -134,7 +134,9 @@ async def _principal(
             )
         return Principal(key_id="dev", scope="read_write", agent=None)
     store: LedgerStore = state.store
-    record = await run_in_threadpool(store.key_by_hash, hash_key(raw))
+    record = await read_inline_or_in_thread(
+        store.key_by_hash_inline, store.key_by_hash, hash_key(raw)
+    )
     if record is None and raw == REFERENCE_DEV_KEY:
         raise HTTPException(
             401,

@@ -37,6 +37,7 @@ from agentledger.server._schemas import (
     UtcDatetime,
     WhyOut,
 )
+from agentledger.server._store._inline import read_inline_or_in_thread
 from agentledger.server._store.base import LedgerStore
 
 __all__ = ["lineage_router", "router", "why_answer"]
@@ -270,9 +271,10 @@ def _visible(event: dict[str, Any] | None, principal: ReadPrincipal, event_id: U
 
 
 @lineage_router.get("/{event_id}", response_model=EventOut)
-def get_event(event_id: UUID, principal: ReadPrincipal, store: StoreDep) -> Response:
+async def get_event(event_id: UUID, principal: ReadPrincipal, store: StoreDep) -> Response:
     """One event with its checksum and chain fields."""
-    event = store.get_event(str(event_id))
+    # SQLite: read on the event loop (the query costs less than a worker thread's hand-off)
+    event = await read_inline_or_in_thread(store.get_event_inline, store.get_event, str(event_id))
     _visible(event, principal, event_id)
     return json_response(event)
 

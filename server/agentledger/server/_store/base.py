@@ -18,8 +18,9 @@ from typing import Any
 from agentledger.server._chain import ChainHasher, ChainRow, ChainRowTuple
 from agentledger.server._chain_head import AgentHead, ChainSnapshot
 from agentledger.server._ingest import PreparedEvent
+from agentledger.server._store._inline import WouldBlock
 
-__all__ = ["AppendOutcome", "KeyRecord", "LedgerStore", "Lineage"]
+__all__ = ["AppendOutcome", "KeyRecord", "LedgerStore", "Lineage", "WouldBlock"]
 
 
 @dataclass(slots=True)
@@ -130,6 +131,17 @@ class LedgerStore(abc.ABC):
     def get_event(self, event_id: str) -> dict[str, Any] | None:
         """One event in wire shape, or ``None``."""
 
+    def get_event_inline(self, event_id: str) -> dict[str, Any] | None:
+        """:meth:`get_event` answered at once on the calling thread, for a store whose point
+        read never waits (SQLite: the event loop reads it instead of handing it to a worker
+        thread, which costs more than the query).
+
+        Raises:
+            WouldBlock: this store cannot read without waiting (the default), or not now (a
+                lock is held): call :meth:`get_event` in a worker thread.
+        """
+        raise WouldBlock(f"{type(self).__name__} reads in worker threads")
+
     @abc.abstractmethod
     def list_events(
         self,
@@ -237,6 +249,15 @@ class LedgerStore(abc.ABC):
     @abc.abstractmethod
     def key_by_hash(self, key_hash: str) -> KeyRecord | None:
         """Look a key up by the SHA-256 of its secret."""
+
+    def key_by_hash_inline(self, key_hash: str) -> KeyRecord | None:
+        """:meth:`key_by_hash` answered at once on the calling thread (see
+        :meth:`get_event_inline`).
+
+        Raises:
+            WouldBlock: not on this store (the default), or not now.
+        """
+        raise WouldBlock(f"{type(self).__name__} reads in worker threads")
 
     @abc.abstractmethod
     def list_keys(self) -> list[KeyRecord]:

@@ -7,6 +7,7 @@ Design: ``docs/design/server-store.md``.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -20,9 +21,18 @@ from sqlalchemy.pool import ConnectionPoolEntry
 
 from agentledger.server._chain import ChainHasher, ChainRow, ChainRowTuple
 from agentledger.server._chain_head import ChainSnapshot
+from agentledger.server._store._inline import InlineReader, WouldBlock
+from agentledger.server._store._rows import event_dict, fetch_event_row_on
 from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore, chain_head_on
+from agentledger.server._store.base import KeyRecord
 
 __all__ = ["MIGRATIONS_DIR", "SQLiteStore", "sqlite_path"]
+
+#: :meth:`SQLiteStore.key_by_hash_inline`: the stored fields of :class:`KeyRecord`, in order.
+_KEY_BY_HASH_SQL = (
+    "SELECT key_id, name, key_hash, prefix, agent, scope, created_at, expires_at, revoked_at"
+    " FROM api_keys WHERE key_hash = ?"
+)
 
 #: Alembic script location inside the installed package.
 MIGRATIONS_DIR = Path(__file__).with_name("_migrations")
@@ -90,6 +100,7 @@ class SQLiteStore(SQLStore):
         super().__init__(engine, chain_key=chain_key)
         self.path = path
         self._write_lock = threading.Lock()
+        self._inline = InlineReader(path)
         columns = ", ".join(INSERT_COLUMNS)
         marks = ", ".join("?" for _ in INSERT_COLUMNS)
         self._insert_sql = f"INSERT INTO events ({columns}) VALUES ({marks})"
@@ -113,6 +124,36 @@ class SQLiteStore(SQLStore):
                 raise
             if driver.in_transaction:
                 driver.execute("COMMIT")
+
+    def get_event_inline(self, event_id: str) -> dict[str, Any] | None:
+        """:meth:`get_event` on this thread's own connection, which never waits for a lock.
+
+        Raises:
+            WouldBlock: a lock is held (rare in WAL mode), the file cannot be read now, or
+                the store is closed.
+        """
+        try:
+            row = fetch_event_row_on(self._inline.connection(), "sqlite", event_id)
+        except sqlite3.Error as error:
+            raise WouldBlock(str(error)) from error
+        return event_dict(row) if row is not None else None
+
+    def key_by_hash_inline(self, key_hash: str) -> KeyRecord | None:
+        """:meth:`key_by_hash` on this thread's own connection (see :meth:`get_event_inline`).
+
+        Raises:
+            WouldBlock: as :meth:`get_event_inline`.
+        """
+        try:
+            row = self._inline.connection().execute(_KEY_BY_HASH_SQL, (key_hash,)).fetchone()
+        except sqlite3.Error as error:
+            raise WouldBlock(str(error)) from error
+        return KeyRecord(*row) if row is not None else None
+
+    def close(self) -> None:
+        """Close the inline readers, then dispose of the connection pool."""
+        self._inline.close()
+        super().close()
 
     @contextlib.contextmanager
     def writer(self) -> Iterator[Connection]:
