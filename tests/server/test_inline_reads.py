@@ -176,3 +176,22 @@ def test_a_closed_store_does_not_read_inline(app: FastAPI) -> None:
         store.get_event_inline(str(uuid.uuid4()))
     with pytest.raises(WouldBlock):
         store.key_by_hash_inline("0" * 64)
+
+
+@SQLITE_ONLY
+async def test_inline_readers_hold_no_read_snapshot(
+    app: FastAPI, app_client: httpx.AsyncClient
+) -> None:
+    """An idle inline connection must not pin the WAL: forget's TRUNCATE checkpoint, which
+    moves erased content out of it, has to finish."""
+    store: SQLiteStore = app.state.store
+    (event_id,) = await _post(app_client, {"x": 1})
+    _, key_hash = _api_key(store)
+    assert store.get_event_inline(event_id) is not None
+    assert store.key_by_hash_inline(key_hash) is not None
+    other = sqlite3.connect(store.path, isolation_level=None)
+    try:
+        busy, _, _ = other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    finally:
+        other.close()
+    assert busy == 0

@@ -145,7 +145,11 @@ class SQLiteStore(SQLStore):
             WouldBlock: as :meth:`get_event_inline`.
         """
         try:
-            row = self._inline.connection().execute(_KEY_BY_HASH_SQL, (key_hash,)).fetchone()
+            cursor = self._inline.connection().cursor()
+            try:  # closed at once: an unfinished statement would hold its read snapshot
+                row = cursor.execute(_KEY_BY_HASH_SQL, (key_hash,)).fetchone()
+            finally:
+                cursor.close()
         except sqlite3.Error as error:
             raise WouldBlock(str(error)) from error
         return KeyRecord(*row) if row is not None else None
