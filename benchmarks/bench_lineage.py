@@ -24,7 +24,9 @@ builds the same answer's JSON in this process with orjson (events in time order 
 their stored records, sorted edge objects, one ``orjson.dumps``): "the same query run directly
 with the same JSON assembly", without HTTP, FastAPI or the server's checks of bounds.
 
-Without a reachable PostgreSQL the SQLite rows are measured alone and the script says so.
+Requests carry a stored API key (created through ``POST /v1/keys``), so each one pays the key
+lookup a user's request pays. Without a reachable PostgreSQL the SQLite rows are measured
+alone and the script says so.
 
 Targets: HTTP at most 1.5x the direct query (ids + records), and at most 1.3x the same query
 with the same JSON assembly. Usage:
@@ -195,6 +197,10 @@ def measure(
     middle = items[len(items) // 2]["event_id"]  # the event GET /v1/events/{id} reads
     headers = {"Authorization": f"Bearer {KEY}"}
     with httpx.Client(base_url=url, headers=headers, timeout=300) as client:
+        # a stored API key, as users call (each request looks it up), not the dev key
+        created = client.post("/v1/keys", json={"name": f"bench-{name}-{size}"})
+        assert created.status_code == 201, created.text
+        client.headers["Authorization"] = f"Bearer {created.json()['key']}"
         for start in range(0, len(items), 500):
             body = orjson.dumps({"events": items[start : start + 500]})
             written = client.post(
