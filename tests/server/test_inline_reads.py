@@ -1,20 +1,29 @@
 """Point reads on the event loop (docs/design/server-store.md, "Reads on the event loop").
 
 On SQLite, ``GET /v1/events/{id}`` and the API-key lookup of every request are read on the
-event loop instead of in a worker thread. These tests check that the answers equal the
-pooled reads (present, missing and erased events; active, revoked and unknown keys), that a
-point read answers while every worker thread is taken (and that PostgreSQL, which reads in
-worker threads, then waits), and that a held lock sends the read to a worker thread without
-stalling the loop.
+event loop instead of in a worker thread. These tests check that:
+
+* the answers equal the pooled reads (present, missing and erased events; active, revoked and
+  unknown keys), and a revoked key is refused on its next request;
+* a point read answers while every worker thread is taken, while PostgreSQL and a record
+  above the inline size limit wait for a thread;
+* a held lock sends the read to a worker thread without stalling the loop, and an idle inline
+  connection holds no read snapshot;
+* one thread at a time owns the connection, and closing the store while another thread reads
+  is safe;
+* the inline reader opens the file the pool opens.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
@@ -25,6 +34,7 @@ from fastapi import FastAPI
 from _stores import SQLITE_ONLY
 from agentledger.server._auth import new_key
 from agentledger.server._store import LedgerStore
+from agentledger.server._store._inline import INLINE_RECORD_MAX_BYTES
 from agentledger.server._store.base import WouldBlock
 from agentledger.server._store.sqlite import SQLiteStore
 
@@ -195,3 +205,113 @@ async def test_inline_readers_hold_no_read_snapshot(
     finally:
         other.close()
     assert busy == 0
+
+
+async def test_a_large_record_is_answered_from_a_worker_thread(
+    app: FastAPI, app_client: httpx.AsyncClient, store_kind: str
+) -> None:
+    """A record above INLINE_RECORD_MAX_BYTES would hold the loop while it is parsed and
+    serialized: it waits for a worker thread like any read on PostgreSQL."""
+    small, large = await _post(app_client, {"x": 1}, {"text": "y" * (INLINE_RECORD_MAX_BYTES + 1)})
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    total = limiter.total_tokens
+    limiter.total_tokens = 1
+    await limiter.acquire()
+    try:
+        if store_kind == "sqlite":
+            response = await asyncio.wait_for(app_client.get(f"/v1/events/{small}"), 5.0)
+            assert response.status_code == 200
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(app_client.get(f"/v1/events/{large}"), 0.5)
+    finally:
+        limiter.release()
+        limiter.total_tokens = total
+    response = await app_client.get(f"/v1/events/{large}")
+    assert response.status_code == 200
+    assert response.json() == app.state.store.get_event(large)
+
+
+@SQLITE_ONLY
+def test_one_thread_at_a_time_reads_inline(app: FastAPI) -> None:
+    """The connection belongs to one live thread; another falls back to the pool until that
+    thread ends, and short-lived threads do not leave a connection each behind."""
+    store: SQLiteStore = app.state.store
+    missing = str(uuid.uuid4())
+    owner_read, release = threading.Event(), threading.Event()
+
+    def owner() -> None:
+        assert store.get_event_inline(missing) is None
+        owner_read.set()
+        release.wait(10)
+
+    first = threading.Thread(target=owner)
+    first.start()
+    assert owner_read.wait(10)
+    outcome: list[object] = []
+
+    def other() -> None:
+        try:
+            outcome.append(store.get_event_inline(missing))
+        except WouldBlock as error:
+            outcome.append(error)
+
+    second = threading.Thread(target=other)
+    second.start()
+    second.join(10)
+    assert isinstance(outcome.pop(), WouldBlock)
+    release.set()
+    first.join(10)
+    fds = len(os.listdir("/proc/self/fd"))
+    for _ in range(50):  # each takes the connection over from the ended one before it
+        third = threading.Thread(target=other)
+        third.start()
+        third.join(10)
+        assert outcome.pop() is None
+    assert len(os.listdir("/proc/self/fd")) <= fds + 2
+
+
+def _read_until_closed(store: SQLiteStore, key_hash: str, outcome: list[object]) -> None:
+    """Inline reads until the store is closed; ``outcome`` gets the count, or the error."""
+    reads = 0
+    while True:
+        try:
+            store.key_by_hash_inline(key_hash)
+            store.get_event_inline(str(uuid.uuid4()))
+            reads += 1
+        except WouldBlock:
+            outcome.append(reads)
+            return
+        except BaseException as error:
+            outcome.append(error)
+            return
+
+
+def test_closing_the_store_while_another_thread_reads_inline(tmp_path: Path) -> None:
+    """close() waits for a read in progress instead of closing its connection under it (which
+    crashed the process when it did)."""
+    for round_no in range(20):
+        store = SQLiteStore(str(tmp_path / f"ledger-{round_no}.db"))
+        _, key_hash = _api_key(store)
+        outcome: list[object] = []
+        reader = threading.Thread(target=_read_until_closed, args=(store, key_hash, outcome))
+        reader.start()
+        time.sleep(0.01)
+        store.close()
+        reader.join(10)
+        (reads,) = outcome
+        assert isinstance(reads, int) and reads > 0, reads
+        with pytest.raises(WouldBlock):
+            store.get_event_inline(str(uuid.uuid4()))
+
+
+def test_the_inline_reader_opens_the_file_the_pool_opens(tmp_path: Path) -> None:
+    """A path is taken as written (``%41`` and ``?`` are not URL syntax), and the inline
+    reader never creates a file of its own."""
+    for name in ("led%41ger.db", "ledger.db?x=1"):
+        store = SQLiteStore(str(tmp_path / name))
+        try:
+            _, key_hash = _api_key(store)
+            assert store.key_by_hash_inline(key_hash) == store.key_by_hash(key_hash) is not None
+        finally:
+            store.close()
+    assert sorted(p.name for p in tmp_path.glob("*.db*")) == ["led%41ger.db", "ledger.db?x=1"]

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Header, HTTPException, Query, Response
+from starlette.concurrency import run_in_threadpool
 
 from agentledger.protocol import limits
 from agentledger.protocol.limits import MAX_AGENT_CHARS, MAX_EVENT_TYPE_CHARS, MAX_SESSION_CHARS
@@ -37,8 +38,7 @@ from agentledger.server._schemas import (
     UtcDatetime,
     WhyOut,
 )
-from agentledger.server._store._inline import read_inline_or_in_thread
-from agentledger.server._store.base import LedgerStore
+from agentledger.server._store.base import LedgerStore, WouldBlock
 
 __all__ = ["lineage_router", "router", "why_answer"]
 
@@ -273,10 +273,20 @@ def _visible(event: dict[str, Any] | None, principal: ReadPrincipal, event_id: U
 @lineage_router.get("/{event_id}", response_model=EventOut)
 async def get_event(event_id: UUID, principal: ReadPrincipal, store: StoreDep) -> Response:
     """One event with its checksum and chain fields."""
-    # SQLite: read on the event loop (the query costs less than a worker thread's hand-off)
-    event = await read_inline_or_in_thread(store.get_event_inline, store.get_event, str(event_id))
+    try:  # SQLite: on the event loop (the query costs less than a worker thread's hand-off)
+        event = store.get_event_inline(str(event_id))
+    except WouldBlock:  # elsewhere, or a large record: read and serialized in a worker thread
+        return await run_in_threadpool(_read_event_response, store, principal, event_id)
+    return _event_response(event, principal, event_id)
+
+
+def _event_response(event: dict[str, Any] | None, principal: Principal, event_id: UUID) -> Response:
     _visible(event, principal, event_id)
     return json_response(event)
+
+
+def _read_event_response(store: LedgerStore, principal: Principal, event_id: UUID) -> Response:
+    return _event_response(store.get_event(str(event_id)), principal, event_id)
 
 
 Depth = Annotated[int, Query(ge=0, le=limits.LINEAGE_DEPTH_MAX, description="hops followed")]

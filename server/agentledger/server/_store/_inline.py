@@ -2,9 +2,10 @@
 
 A sync route costs a hand-off to a worker thread and back, which on SQLite costs several times
 the point query itself (``docs/design/server-store.md``, "Reads on the event loop"). The
-reader here keeps one SQLite connection per calling thread (in practice: the event loop's)
-with a busy timeout of zero, so a read that would wait for a lock fails at once with
-:class:`WouldBlock` and the route runs the usual pooled read in a worker thread instead.
+reader here keeps one SQLite connection, used by one thread at a time (in practice: the event
+loop's), with a busy timeout of zero. A read that would wait (for a lock, for another thread
+reading inline, or because the store is closing) fails at once with :class:`WouldBlock`, and
+the route runs the usual pooled read in a worker thread instead.
 """
 
 from __future__ import annotations
@@ -12,66 +13,85 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 import anyio.to_thread
 
-__all__ = ["InlineReader", "WouldBlock", "read_inline_or_in_thread"]
+__all__ = ["INLINE_RECORD_MAX_BYTES", "InlineReader", "WouldBlock", "read_inline_or_in_thread"]
 
 _T = TypeVar("_T")
 
+#: A stored record longer than this is parsed and answered in a worker thread, so that one
+#: large event cannot hold the event loop (orjson parses 64 KiB in well under a millisecond).
+INLINE_RECORD_MAX_BYTES = 64 * 1024
+
 
 class WouldBlock(Exception):
-    """The read cannot be answered at once on this thread (a lock is held, the store cannot
-    read inline, or it is closed): run the usual read in a worker thread."""
+    """The read cannot be answered at once on this thread (a lock is held, another thread
+    reads inline, the store cannot read inline, or it is closed): run the usual read in a
+    worker thread."""
 
 
 class InlineReader:
-    """One query-only connection per thread to the SQLite file at ``path``.
+    """One query-only connection to the SQLite file at ``path``, owned by the first thread
+    that reads through it (another thread takes it over once that one has ended).
 
     Args:
-        path: the database file (already created and migrated by the store).
+        path: the database file, already created and migrated by the store (never created
+            here: a missing file is a :class:`WouldBlock`).
     """
 
     def __init__(self, path: str) -> None:
-        self._path = path
-        self._local = threading.local()
-        self._opened: list[sqlite3.Connection] = []
+        self._uri = Path(path).resolve().as_uri() + "?mode=rw"
         self._lock = threading.Lock()
+        self._owner: threading.Thread | None = None
+        self._conn: sqlite3.Connection | None = None
         self._closed = False
 
-    def connection(self) -> sqlite3.Connection:
-        """This thread's connection, opened on first use.
+    def run(self, query: Callable[[sqlite3.Connection], _T]) -> _T:
+        """``query(connection)`` on this thread, now or not at all.
 
         Raises:
-            WouldBlock: the reader is closed, or the file cannot be opened now.
+            WouldBlock: another thread owns the connection or is reading, the store is
+                closed, or SQLite raised (a lock held elsewhere, a file that cannot be read).
         """
-        if self._closed:
-            raise WouldBlock("the store is closed")
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            return conn
+        if not self._lock.acquire(blocking=False):
+            raise WouldBlock("another thread is reading inline")
         try:
+            if self._closed:
+                raise WouldBlock("the store is closed")
+            try:
+                return query(self._connection())
+            except sqlite3.Error as error:
+                raise WouldBlock(str(error)) from error
+        finally:
+            self._lock.release()
+
+    def _connection(self) -> sqlite3.Connection:
+        thread = threading.current_thread()
+        if self._owner is not thread:
+            if self._owner is not None and self._owner.is_alive():
+                raise WouldBlock("another thread reads inline")
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            self._owner = thread
+        if self._conn is None:
             conn = sqlite3.connect(
-                self._path, timeout=0, isolation_level=None, check_same_thread=False
+                self._uri, uri=True, timeout=0, isolation_level=None, check_same_thread=False
             )
             conn.execute("PRAGMA query_only=ON")
-        except sqlite3.Error as error:
-            raise WouldBlock(str(error)) from error
-        with self._lock:
-            if self._closed:
-                conn.close()
-                raise WouldBlock("the store is closed")
-            self._opened.append(conn)
-        self._local.conn = conn
-        return conn
+            self._conn = conn
+        return self._conn
 
     def close(self) -> None:
-        """Close every thread's connection; later reads raise :class:`WouldBlock`."""
+        """Close the connection after a read in progress ends; later reads raise
+        :class:`WouldBlock`."""
         with self._lock:
             self._closed = True
-            opened, self._opened = self._opened, []
-        for conn in opened:
+            conn, self._conn = self._conn, None
+        if conn is not None:
             conn.close()
 
 

@@ -138,7 +138,8 @@ class LedgerStore(abc.ABC):
 
         Raises:
             WouldBlock: this store cannot read without waiting (the default), or not now (a
-                lock is held): call :meth:`get_event` in a worker thread.
+                lock is held), or not this event (a large record): call :meth:`get_event` in
+                a worker thread.
         """
         raise WouldBlock(f"{type(self).__name__} reads in worker threads")
 

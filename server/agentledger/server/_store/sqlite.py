@@ -16,12 +16,12 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import ColumnElement, Connection, create_engine, event, func
-from sqlalchemy.engine.url import make_url
+from sqlalchemy.engine.url import URL, make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from agentledger.server._chain import ChainHasher, ChainRow, ChainRowTuple
 from agentledger.server._chain_head import ChainSnapshot
-from agentledger.server._store._inline import InlineReader, WouldBlock
+from agentledger.server._store._inline import INLINE_RECORD_MAX_BYTES, InlineReader, WouldBlock
 from agentledger.server._store._rows import event_dict, fetch_event_row_on
 from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore, chain_head_on
 from agentledger.server._store.base import KeyRecord
@@ -90,7 +90,7 @@ class SQLiteStore(SQLStore):
         path = sqlite_path(db)
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
-            f"sqlite+pysqlite:///{path}",
+            URL.create("sqlite+pysqlite", database=path),  # the path as named: no %xx, no ?
             pool_size=8,
             max_overflow=32,
             pool_use_lifo=True,  # reuse warm connections: fewer page caches (16 MiB each)
@@ -126,36 +126,40 @@ class SQLiteStore(SQLStore):
                 driver.execute("COMMIT")
 
     def get_event_inline(self, event_id: str) -> dict[str, Any] | None:
-        """:meth:`get_event` on this thread's own connection, which never waits for a lock.
+        """:meth:`get_event` on the inline reader's connection, which never waits.
 
         Raises:
-            WouldBlock: a lock is held (rare in WAL mode), the file cannot be read now, or
-                the store is closed.
+            WouldBlock: a lock is held (rare in WAL mode), another thread reads inline, the
+                file cannot be read now, the store is closed, or the record is longer than
+                :data:`INLINE_RECORD_MAX_BYTES` (parsed in a worker thread instead).
         """
-        try:
-            row = fetch_event_row_on(self._inline.connection(), "sqlite", event_id)
-        except sqlite3.Error as error:
-            raise WouldBlock(str(error)) from error
-        return event_dict(row) if row is not None else None
+        row = self._inline.run(lambda conn: fetch_event_row_on(conn, "sqlite", event_id))
+        if row is None:
+            return None
+        if row[0] is not None and len(row[0]) > INLINE_RECORD_MAX_BYTES:
+            raise WouldBlock("a large record")
+        return event_dict(row)
 
     def key_by_hash_inline(self, key_hash: str) -> KeyRecord | None:
-        """:meth:`key_by_hash` on this thread's own connection (see :meth:`get_event_inline`).
+        """:meth:`key_by_hash` on the inline reader's connection (see
+        :meth:`get_event_inline`).
 
         Raises:
             WouldBlock: as :meth:`get_event_inline`.
         """
-        try:
-            cursor = self._inline.connection().cursor()
+
+        def lookup(conn: sqlite3.Connection) -> Any:
+            cursor = conn.cursor()
             try:  # closed at once: an unfinished statement would hold its read snapshot
-                row = cursor.execute(_KEY_BY_HASH_SQL, (key_hash,)).fetchone()
+                return cursor.execute(_KEY_BY_HASH_SQL, (key_hash,)).fetchone()
             finally:
                 cursor.close()
-        except sqlite3.Error as error:
-            raise WouldBlock(str(error)) from error
+
+        row = self._inline.run(lookup)
         return KeyRecord(*row) if row is not None else None
 
     def close(self) -> None:
-        """Close the inline readers, then dispose of the connection pool."""
+        """Close the inline reader, then dispose of the connection pool."""
         self._inline.close()
         super().close()
 
