@@ -9,13 +9,15 @@ event loop instead of in a worker thread. These tests check that:
   above the inline size limit wait for a thread;
 * a held lock sends the read to a worker thread without stalling the loop, and an idle inline
   connection holds no read snapshot;
-* one thread at a time owns the connection, and closing the store while another thread reads
-  is safe;
-* the inline reader opens the file the pool opens.
+* one thread at a time owns the connection (also a thread not started by ``threading``), and
+  closing the store while another thread reads is safe.
+
+That the inline reader opens the file the pool opens is in ``test_sqlite_paths.py``.
 """
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import os
 import sqlite3
@@ -304,14 +306,36 @@ def test_closing_the_store_while_another_thread_reads_inline(tmp_path: Path) -> 
             store.get_event_inline(str(uuid.uuid4()))
 
 
-def test_the_inline_reader_opens_the_file_the_pool_opens(tmp_path: Path) -> None:
-    """A path is taken as written (``%41`` and ``?`` are not URL syntax), and the inline
-    reader never creates a file of its own."""
-    for name in ("led%41ger.db", "ledger.db?x=1"):
-        store = SQLiteStore(str(tmp_path / name))
+@SQLITE_ONLY
+def test_a_thread_not_started_by_threading_hands_the_connection_over(app: FastAPI) -> None:
+    """Such a thread reports itself alive forever (``threading._DummyThread``); ownership is
+    tied to the thread's own storage instead, which is freed when it ends."""
+    store: SQLiteStore = app.state.store
+    missing = str(uuid.uuid4())
+    done = threading.Event()
+    seen: list[object] = []
+
+    def foreign() -> None:
+        seen.append(store.get_event_inline(missing))
+        done.set()
+
+    _thread.start_new_thread(foreign, ())
+    assert done.wait(10) and seen == [None]
+    outcome: list[object] = []
+
+    def other() -> None:
         try:
-            _, key_hash = _api_key(store)
-            assert store.key_by_hash_inline(key_hash) == store.key_by_hash(key_hash) is not None
-        finally:
-            store.close()
-    assert sorted(p.name for p in tmp_path.glob("*.db*")) == ["led%41ger.db", "ledger.db?x=1"]
+            outcome.append(store.get_event_inline(missing))
+        except WouldBlock as error:
+            outcome.append(error)
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # until the foreign thread's state is gone
+        taker = threading.Thread(target=other)
+        taker.start()
+        taker.join(10)
+        if outcome.pop() is None:
+            break
+        time.sleep(0.01)
+    else:
+        pytest.fail("the connection was never handed over")

@@ -31,7 +31,6 @@ import threading
 import time
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from pathlib import Path
 
 from agentledger.server._chain import ChainReport, verify_rows
 from agentledger.server._chain_head import AgentHead
@@ -99,7 +98,7 @@ class RangeVerifier:
                     initargs=(store.hasher,),
                 )
             pool = self._pool
-        path = str(Path(store.path).resolve())
+        path = store.path  # absolute, as the pool opens it (never symlink-resolved)
         bounds = [floor, *cuts]
         futures = [
             pool.submit(verify_range, path, agent, floor, floor_hash, lo, hi)

@@ -139,7 +139,7 @@ def verify_range(
     connections: dict[str, sqlite3.Connection] = _worker["connections"]
     conn = connections.get(path)
     if conn is None:
-        conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
+        conn = sqlite3.connect(Path(path).as_uri() + "?mode=ro", uri=True)
         conn.isolation_level = None
         connections[path] = conn
     conn.execute("BEGIN")

@@ -10,8 +10,10 @@ the route runs the usual pooled read in a worker thread instead.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -33,19 +35,28 @@ class WouldBlock(Exception):
     worker thread."""
 
 
+class _Token:
+    """A thread's claim on the connection: held only by that thread's ``threading.local``, so
+    it is freed when the thread ends (also a thread not started by :mod:`threading`)."""
+
+    __slots__ = ("__weakref__",)
+
+
 class InlineReader:
     """One query-only connection to the SQLite file at ``path``, owned by the first thread
     that reads through it (another thread takes it over once that one has ended).
 
     Args:
-        path: the database file, already created and migrated by the store (never created
-            here: a missing file is a :class:`WouldBlock`).
+        path: the database file as the store's pool opens it (absolute; ``..`` is not
+            resolved through symlinks here either), already created and migrated by the
+            store (never created here: a missing file is a :class:`WouldBlock`).
     """
 
     def __init__(self, path: str) -> None:
-        self._uri = Path(path).resolve().as_uri() + "?mode=rw"
+        self._uri = Path(os.path.abspath(path)).as_uri() + "?mode=rw"
         self._lock = threading.Lock()
-        self._owner: threading.Thread | None = None
+        self._local = threading.local()
+        self._owner: weakref.ref[_Token] | None = None
         self._conn: sqlite3.Connection | None = None
         self._closed = False
 
@@ -69,14 +80,17 @@ class InlineReader:
             self._lock.release()
 
     def _connection(self) -> sqlite3.Connection:
-        thread = threading.current_thread()
-        if self._owner is not thread:
-            if self._owner is not None and self._owner.is_alive():
+        token: _Token | None = getattr(self._local, "token", None)
+        if token is None:
+            token = self._local.token = _Token()
+        owner = self._owner() if self._owner is not None else None
+        if owner is not token:
+            if owner is not None:
                 raise WouldBlock("another thread reads inline")
-            if self._conn is not None:
+            if self._conn is not None:  # its owner has ended
                 self._conn.close()
                 self._conn = None
-            self._owner = thread
+            self._owner = weakref.ref(token)
         if self._conn is None:
             conn = sqlite3.connect(
                 self._uri, uri=True, timeout=0, isolation_level=None, check_same_thread=False

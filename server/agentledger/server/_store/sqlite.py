@@ -7,6 +7,7 @@ Design: ``docs/design/server-store.md``.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 from collections.abc import Generator, Iterator
@@ -22,7 +23,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from agentledger.server._chain import ChainHasher, ChainRow, ChainRowTuple
 from agentledger.server._chain_head import ChainSnapshot
 from agentledger.server._store._inline import INLINE_RECORD_MAX_BYTES, InlineReader, WouldBlock
-from agentledger.server._store._rows import event_dict, fetch_event_row_on
+from agentledger.server._store._rows import EVENT_COLS, event_dict
 from agentledger.server._store._sql import INSERT_COLUMNS, SQLStore, chain_head_on
 from agentledger.server._store.base import KeyRecord
 
@@ -34,20 +35,36 @@ _KEY_BY_HASH_SQL = (
     " FROM api_keys WHERE key_hash = ?"
 )
 
+assert EVENT_COLS[0].name == "record"  # replaced by the two columns below
+#: :meth:`SQLiteStore.get_event_inline`: the length of the record, then the columns of
+#: ``EVENT_COLS`` with a record above the inline limit left out (never read on the loop).
+_INLINE_EVENT_SQL = (
+    f"SELECT length(record), CASE WHEN length(record) <= {INLINE_RECORD_MAX_BYTES}"
+    f" THEN record END, {', '.join(column.name for column in EVENT_COLS[1:])}"
+    " FROM events WHERE event_id = ?"
+)
+
 #: Alembic script location inside the installed package.
 MIGRATIONS_DIR = Path(__file__).with_name("_migrations")
 
 
 def sqlite_path(db: str) -> str:
-    """The file path named by a path or ``sqlite:///`` URL.
+    """The absolute path of the file named by a path or ``sqlite:///`` URL: the one string the
+    pool, the inline reader and the verify workers all open.
+
+    A plain path is read as the pool always read it, as the database part of a
+    ``sqlite:///`` URL (``%xx`` decoded, a ``?...`` suffix dropped), so an existing ledger
+    keeps its file. ``..`` is removed lexically, as the pool's driver always did, never by
+    following a symlink (``os.path.abspath``, not ``Path.resolve``).
 
     Raises:
         ValueError: an in-memory database (WAL and the pool need a file).
     """
-    database = (make_url(db).database or "") if db.startswith("sqlite:") else db
+    url = db if db.startswith("sqlite:") else f"sqlite:///{os.path.expanduser(db)}"
+    database = make_url(url).database or ""
     if not database or database == ":memory:":
         raise ValueError("the SQLite store needs a file path (':memory:' is not supported)")
-    return str(Path(database).expanduser())
+    return os.path.abspath(os.path.expanduser(database))
 
 
 def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
@@ -90,7 +107,7 @@ class SQLiteStore(SQLStore):
         path = sqlite_path(db)
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
-            URL.create("sqlite+pysqlite", database=path),  # the path as named: no %xx, no ?
+            URL.create("sqlite+pysqlite", database=path),  # exactly this file (no URL parsing)
             pool_size=8,
             max_overflow=32,
             pool_use_lifo=True,  # reuse warm connections: fewer page caches (16 MiB each)
@@ -133,12 +150,12 @@ class SQLiteStore(SQLStore):
                 file cannot be read now, the store is closed, or the record is longer than
                 :data:`INLINE_RECORD_MAX_BYTES` (parsed in a worker thread instead).
         """
-        row = self._inline.run(lambda conn: fetch_event_row_on(conn, "sqlite", event_id))
+        row = self._inline.run(lambda conn: conn.execute(_INLINE_EVENT_SQL, (event_id,)).fetchone())
         if row is None:
             return None
-        if row[0] is not None and len(row[0]) > INLINE_RECORD_MAX_BYTES:
-            raise WouldBlock("a large record")
-        return event_dict(row)
+        if row[0] is not None and row[0] > INLINE_RECORD_MAX_BYTES:
+            raise WouldBlock("a large record")  # its bytes were not read: CASE left them out
+        return event_dict(row[1:])
 
     def key_by_hash_inline(self, key_hash: str) -> KeyRecord | None:
         """:meth:`key_by_hash` on the inline reader's connection (see
