@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import contextlib
 import os
 import sqlite3
 import threading
@@ -60,6 +61,39 @@ def _api_key(store: LedgerStore, *, revoked: bool = False) -> tuple[str, str]:
     if revoked:
         assert store.revoke_key(record.key_id, at="2026-01-01T00:00:00.000000+00:00")
     return raw, record.key_hash
+
+
+@contextlib.asynccontextmanager
+async def _every_worker_thread_taken() -> AsyncIterator[None]:
+    """The loop's worker-thread limiter cut to one token, and that token held: a read that
+    needs a worker thread waits until the block ends."""
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    total = limiter.total_tokens
+    limiter.total_tokens = 1
+    await limiter.acquire()
+    try:
+        yield
+    finally:
+        limiter.release()
+        limiter.total_tokens = total
+
+
+def _inline_read_in_a_new_thread(store: SQLiteStore, event_id: str) -> object:
+    """``get_event_inline`` in a thread of its own, which then ends: its answer, or the
+    :class:`WouldBlock` it raised."""
+    outcome: list[object] = []
+
+    def read() -> None:
+        try:
+            outcome.append(store.get_event_inline(event_id))
+        except WouldBlock as error:
+            outcome.append(error)
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    thread.join(10)
+    (answer,) = outcome
+    return answer
 
 
 @pytest.fixture
@@ -114,11 +148,7 @@ async def test_a_point_read_answers_while_every_worker_thread_is_taken(
     app: FastAPI, app_client: httpx.AsyncClient, keyed_client: httpx.AsyncClient, store_kind: str
 ) -> None:
     (event_id,) = await _post(app_client, {"x": 1})
-    limiter = anyio.to_thread.current_default_thread_limiter()
-    total = limiter.total_tokens
-    limiter.total_tokens = 1
-    await limiter.acquire()
-    try:
+    async with _every_worker_thread_taken():
         request = keyed_client.get(f"/v1/events/{event_id}")
         if store_kind == "sqlite":
             response = await asyncio.wait_for(request, 5.0)
@@ -126,9 +156,6 @@ async def test_a_point_read_answers_while_every_worker_thread_is_taken(
         else:  # PostgreSQL reads in worker threads: it waits for one
             with pytest.raises(TimeoutError):
                 await asyncio.wait_for(request, 0.5)
-    finally:
-        limiter.release()
-        limiter.total_tokens = total
     response = await keyed_client.get(f"/v1/events/{event_id}")
     assert response.status_code == 200 and response.json()["event_id"] == event_id
     if store_kind != "sqlite":
@@ -215,19 +242,12 @@ async def test_a_large_record_is_answered_from_a_worker_thread(
     """A record above INLINE_RECORD_MAX_BYTES would hold the loop while it is parsed and
     serialized: it waits for a worker thread like any read on PostgreSQL."""
     small, large = await _post(app_client, {"x": 1}, {"text": "y" * (INLINE_RECORD_MAX_BYTES + 1)})
-    limiter = anyio.to_thread.current_default_thread_limiter()
-    total = limiter.total_tokens
-    limiter.total_tokens = 1
-    await limiter.acquire()
-    try:
+    async with _every_worker_thread_taken():
         if store_kind == "sqlite":
             response = await asyncio.wait_for(app_client.get(f"/v1/events/{small}"), 5.0)
             assert response.status_code == 200
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(app_client.get(f"/v1/events/{large}"), 0.5)
-    finally:
-        limiter.release()
-        limiter.total_tokens = total
     response = await app_client.get(f"/v1/events/{large}")
     assert response.status_code == 200
     assert response.json() == app.state.store.get_event(large)
@@ -249,26 +269,16 @@ def test_one_thread_at_a_time_reads_inline(app: FastAPI) -> None:
     first = threading.Thread(target=owner)
     first.start()
     assert owner_read.wait(10)
-    outcome: list[object] = []
-
-    def other() -> None:
-        try:
-            outcome.append(store.get_event_inline(missing))
-        except WouldBlock as error:
-            outcome.append(error)
-
-    second = threading.Thread(target=other)
-    second.start()
-    second.join(10)
-    assert isinstance(outcome.pop(), WouldBlock)
+    refused = _inline_read_in_a_new_thread(store, missing)
+    assert isinstance(refused, WouldBlock)
     release.set()
     first.join(10)
+    # the refusal is kept (as a caller logging it would keep it, traceback and all): it must
+    # not keep the ended owner's claim alive
+    assert refused.__traceback__ is not None
     fds = len(os.listdir("/proc/self/fd"))
     for _ in range(50):  # each takes the connection over from the ended one before it
-        third = threading.Thread(target=other)
-        third.start()
-        third.join(10)
-        assert outcome.pop() is None
+        assert _inline_read_in_a_new_thread(store, missing) is None
     assert len(os.listdir("/proc/self/fd")) <= fds + 2
 
 
@@ -321,20 +331,9 @@ def test_a_thread_not_started_by_threading_hands_the_connection_over(app: FastAP
 
     _thread.start_new_thread(foreign, ())
     assert done.wait(10) and seen == [None]
-    outcome: list[object] = []
-
-    def other() -> None:
-        try:
-            outcome.append(store.get_event_inline(missing))
-        except WouldBlock as error:
-            outcome.append(error)
-
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:  # until the foreign thread's state is gone
-        taker = threading.Thread(target=other)
-        taker.start()
-        taker.join(10)
-        if outcome.pop() is None:
+        if _inline_read_in_a_new_thread(store, missing) is None:
             break
         time.sleep(0.01)
     else:

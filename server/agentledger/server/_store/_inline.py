@@ -63,6 +63,13 @@ class InlineReader:
     def run(self, query: Callable[[sqlite3.Connection], _T]) -> _T:
         """``query(connection)`` on this thread, now or not at all.
 
+        Args:
+            query: a short read on the connection; it must leave no statement open (an
+                unfinished one would hold its read snapshot).
+
+        Returns:
+            What ``query`` returned.
+
         Raises:
             WouldBlock: another thread owns the connection or is reading, the store is
                 closed, or SQLite raised (a lock held elsewhere, a file that cannot be read).
@@ -83,9 +90,10 @@ class InlineReader:
         token: _Token | None = getattr(self._local, "token", None)
         if token is None:
             token = self._local.token = _Token()
-        owner = self._owner() if self._owner is not None else None
-        if owner is not token:
-            if owner is not None:
+        # no local names the owner's token: a WouldBlock's traceback keeps this frame, and
+        # would keep an ended owner's claim alive with it
+        if self._owner is None or self._owner() is not token:
+            if self._owner is not None and self._owner() is not None:
                 raise WouldBlock("another thread reads inline")
             if self._conn is not None:  # its owner has ended
                 self._conn.close()
