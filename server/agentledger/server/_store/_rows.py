@@ -26,8 +26,6 @@ __all__ = [
     "event_fragment",
     "events_by_ids",
     "export_line",
-    "fetch_event_row",
-    "fetch_event_row_on",
     "key_record",
 ]
 
@@ -104,15 +102,11 @@ def fetch_event_row(conn: Connection, event_id: str) -> Sequence[Any] | None:
     SQLAlchemy's statement building and row objects cost about three times the query)."""
     driver = conn.connection.driver_connection
     assert driver is not None
-    return fetch_event_row_on(driver, conn.dialect.name, event_id)
-
-
-def fetch_event_row_on(driver: Any, dialect: str, event_id: str) -> Sequence[Any] | None:
-    """:func:`fetch_event_row` on a DB-API connection of ``dialect`` (``sqlite``,
-    ``postgresql``)."""
     cursor = driver.cursor()
     try:
-        cursor.execute(_GET_EVENT_SQL.format(p=_EVENT_PARAM[dialect]), {"event_id": event_id})
+        cursor.execute(
+            _GET_EVENT_SQL.format(p=_EVENT_PARAM[conn.dialect.name]), {"event_id": event_id}
+        )
         row: Sequence[Any] | None = cursor.fetchone()
     finally:
         cursor.close()

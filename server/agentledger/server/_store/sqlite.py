@@ -7,6 +7,7 @@ Design: ``docs/design/server-store.md``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sqlite3
 import threading
@@ -29,11 +30,10 @@ from agentledger.server._store.base import KeyRecord
 
 __all__ = ["MIGRATIONS_DIR", "SQLiteStore", "sqlite_path"]
 
-#: :meth:`SQLiteStore.key_by_hash_inline`: the stored fields of :class:`KeyRecord`, in order.
-_KEY_BY_HASH_SQL = (
-    "SELECT key_id, name, key_hash, prefix, agent, scope, created_at, expires_at, revoked_at"
-    " FROM api_keys WHERE key_hash = ?"
-)
+#: :meth:`SQLiteStore.key_by_hash_inline`: the stored fields of :class:`KeyRecord`, in its
+#: order (``extra`` is not a column).
+_KEY_FIELDS = [field.name for field in dataclasses.fields(KeyRecord) if field.name != "extra"]
+_KEY_BY_HASH_SQL = f"SELECT {', '.join(_KEY_FIELDS)} FROM api_keys WHERE key_hash = ?"
 
 assert EVENT_COLS[0].name == "record"  # replaced by the two columns below
 #: :meth:`SQLiteStore.get_event_inline`: the length of the record, then the columns of
@@ -173,7 +173,7 @@ class SQLiteStore(SQLStore):
                 cursor.close()
 
         row = self._inline.run(lookup)
-        return KeyRecord(*row) if row is not None else None
+        return KeyRecord(**dict(zip(_KEY_FIELDS, row, strict=True))) if row is not None else None
 
     def close(self) -> None:
         """Close the inline reader, then dispose of the connection pool."""
